@@ -1,0 +1,1 @@
+"""Activities: every piece of the agent loop that touches the world (models, tools)."""

@@ -1,0 +1,43 @@
+"""The interface every model provider implements, and the errors it may raise.
+
+The error classes decide retries: the model activity turns them into Temporal
+`ApplicationError`s whose type is in (or out of) the retry policy's
+non-retryable list, so Temporal, not the SDK, owns every retry.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from contracts.activities import ModelContext
+from contracts.messages import AssistantTurn
+
+
+class ModelProvider(Protocol):
+    """Turns a conversation into the model's next assistant turn."""
+
+    async def complete(self, context: ModelContext) -> AssistantTurn: ...
+
+
+class ModelError(Exception):
+    """Base of provider failures. `retryable` decides whether Temporal tries again."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ModelConfigError(ModelError):
+    """The agent's model settings cannot work (unknown provider, missing key): fix the agent file or the worker."""
+
+
+class ModelRequestError(ModelError):
+    """The provider refused the request for good (400, 401, 403, 404, context too long)."""
+
+
+class ModelUnavailableError(ModelError):
+    """The provider may answer later (429, 5xx, overloaded, timeouts, connection errors)."""
+
+    retryable = True

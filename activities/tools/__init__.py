@@ -1,0 +1,5 @@
+"""Tools: Python functions the model can call, registered by name in a worker."""
+
+from activities.tools.registry import RetryableToolError, Tool, ToolArgumentsError, ToolContext, ToolRegistry, tool
+
+__all__ = ["RetryableToolError", "Tool", "ToolArgumentsError", "ToolContext", "ToolRegistry", "tool"]

@@ -1,0 +1,221 @@
+"""Python functions as agent tools.
+
+A tool is a plain function, sync or async. Its JSON schema (what the model
+sees) is derived from its signature and its docstring's `Args:` section, and
+the model's arguments are validated against the same signature before the
+function runs, so a typo in an argument name reaches the model as an error it
+can fix rather than a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from contracts.tools import ToolSpec
+
+
+class RetryableToolError(Exception):
+    """Raise from a tool when trying again later may succeed (a flaky service, a lock).
+
+    Temporal then retries the call with backoff; any other exception goes
+    straight back to the model as a tool error.
+    """
+
+
+class ToolArgumentsError(Exception):
+    """The model's arguments do not fit the tool's signature."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may want to know about its call.
+
+    Declare a parameter annotated `ToolContext` to receive it; it is never
+    shown to the model. `idempotency_key` is the same on every retry of this
+    call, so a side-effecting tool can use it to do its effect once.
+    """
+
+    idempotency_key: str
+    call_id: str
+    run_inputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: the function, its argument model and how the loop should treat it."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    arguments: type[BaseModel]
+    context_parameter: str | None = None
+    side_effecting: bool = False
+    requires_approval: bool = False
+    timeout_seconds: float = 300.0
+    kind: str = "function"
+
+    def spec(self) -> ToolSpec:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=schema,
+            kind=self.kind,
+            side_effecting=self.side_effecting,
+            requires_approval=self.requires_approval,
+            timeout_seconds=self.timeout_seconds,
+        )
+
+    async def __call__(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        try:
+            validated = self.arguments.model_validate(arguments)
+        except ValidationError as err:
+            raise ToolArgumentsError(_describe_validation_error(err)) from None
+        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        if self.context_parameter:
+            kwargs[self.context_parameter] = context
+        if inspect.iscoroutinefunction(self.function):
+            value = await self.function(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.function, **kwargs)
+        return render_result(value)
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    side_effecting: bool = False,
+    requires_approval: bool = False,
+    timeout_seconds: float = 300.0,
+    kind: str = "function",
+) -> Any:
+    """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`."""
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        model, context_parameter = _arguments_model(fn, arg_docs)
+        return Tool(
+            name=name or fn.__name__,
+            description=description or summary,
+            function=fn,
+            arguments=model,
+            context_parameter=context_parameter,
+            side_effecting=side_effecting,
+            requires_approval=requires_approval,
+            timeout_seconds=timeout_seconds,
+            kind=kind,
+        )
+
+    return wrap(function) if function is not None else wrap
+
+
+class ToolRegistry:
+    """The tools a worker can run, by name."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        registered = item if isinstance(item, Tool) else tool(item)
+        if registered.name in self._tools and self._tools[registered.name] is not registered:
+            raise ValueError(f"two tools are named {registered.name!r}; give one of them another name with @tool(name=...)")
+        self._tools[registered.name] = registered
+        return registered
+
+    def register_module(self, module: object) -> list[Tool]:
+        """Register every `@tool` defined at the top level of a module."""
+        found = [value for value in vars(module).values() if isinstance(value, Tool)]
+        return [self.register(t) for t in found]
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+def render_result(value: Any) -> str:
+    """Tool results reach the model as text: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str)
+
+
+def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> tuple[type[BaseModel], str | None]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_parameter = None
+    for param in inspect.signature(fn).parameters.values():
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_parameter = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {fn.__name__}: *args and **kwargs cannot be described to a model; name each parameter")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, Field(default, description=arg_docs.get(param.name)))
+    model = create_model(  # type: ignore[call-overload]
+        f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model, context_parameter
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and its per-argument descriptions."""
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            section, current = "args", None
+            continue
+        if stripped.endswith(":") and not line.startswith(" ") and stripped[:-1] in ("Returns", "Raises", "Yields", "Examples"):
+            section = "other"
+            continue
+        if section == "summary":
+            summary_lines.append(line)
+        elif section == "args":
+            match = _ARG_LINE.match(line)
+            if match:
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}"
+    summary = " ".join(" ".join(summary_lines).split())
+    return summary, args
+
+
+def _describe_validation_error(err: ValidationError) -> str:
+    problems = []
+    for item in err.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"unexpected argument {where!r}")
+        elif item["type"] == "missing":
+            problems.append(f"missing required argument {where!r}")
+        else:
+            problems.append(f"argument {where!r}: {item['msg']}")
+    return "; ".join(problems)

@@ -1,0 +1,170 @@
+"""The typed Python API for starting, following, cancelling and listing agent runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
+
+from client.agent_files import load_agent
+from client.connection import connect
+from contracts import names
+from contracts.agent import AgentSpec
+from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord
+
+DEFAULT_UI_URL = "http://localhost:8233"
+_CLOSED_STATUSES = {"done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"}
+
+
+class RunSummary(BaseModel):
+    """One line of `stalwart runs`: a run as its search attributes describe it."""
+
+    run_id: str
+    agent: str | None
+    status: str | None
+    steps: int | None
+    tokens: int | None
+    cost_usd: float | None
+    started_at: datetime | None
+    closed_at: datetime | None
+    temporal_status: str | None
+
+
+class RunHandle:
+    """A run that was started, running or finished."""
+
+    def __init__(self, handle: WorkflowHandle[Any, Any], ui_url: str) -> None:
+        self._handle = handle
+        self._ui_url = ui_url
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, which is its Temporal workflow id."""
+        return self._handle.id
+
+    @property
+    def ui_url(self) -> str:
+        """Where to look at this run in the Temporal Web UI."""
+        return f"{self._ui_url}/namespaces/{self._handle._client.namespace}/workflows/{self.run_id}"
+
+    async def result(self) -> AgentResult:
+        """Wait for the run to end and return its answer, stop reason and step log."""
+        return await self._handle.result()
+
+    async def state(self) -> RunState:
+        """The live step log, status and usage."""
+        return await self._handle.query("state", result_type=RunState)
+
+    async def events(self) -> list[RunEvent]:
+        """The run in the KAOS memory-event vocabulary."""
+        return await self._handle.query("events", result_type=list[RunEvent])
+
+    async def cancel(self) -> None:
+        """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
+        await self._handle.cancel()
+
+    async def watch(self, poll_interval: float = 0.2) -> AsyncIterator[StepRecord]:
+        """Yield each step once it has finished, in log order, until the run ends."""
+        seen = 0
+        while True:
+            state = await self.state()
+            finished = 0
+            for step in state.steps:
+                if step.ended_at is None:
+                    break
+                finished += 1
+            for step in state.steps[seen:finished]:
+                yield step
+            seen = max(seen, finished)
+            if state.status in _CLOSED_STATUSES:
+                return
+            await asyncio.sleep(poll_interval)
+
+
+class StalwartClient:
+    """Starts and finds agent runs on a Temporal cluster."""
+
+    def __init__(self, client: Client, *, task_queue: str = names.TASK_QUEUE, ui_url: str | None = None) -> None:
+        self.temporal = client
+        self.task_queue = task_queue
+        self.ui_url = (ui_url or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
+
+    @classmethod
+    async def connect(
+        cls, address: str | None = None, namespace: str | None = None, *, task_queue: str = names.TASK_QUEUE, ui_url: str | None = None
+    ) -> StalwartClient:
+        return cls(await connect(address, namespace), task_queue=task_queue, ui_url=ui_url)
+
+    async def start(
+        self,
+        agent: AgentSpec | str | Path,
+        goal: str,
+        *,
+        inputs: dict[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> RunHandle:
+        """Start a run of `agent` (a spec or the path of an agent file) towards `goal`."""
+        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        run_id = run_id or f"{spec.name}-{uuid.uuid4().hex[:12]}"
+        handle = await self.temporal.start_workflow(
+            names.WORKFLOW_TYPE,
+            RunInput(agent=spec, goal=goal, inputs=inputs or {}),
+            id=run_id,
+            task_queue=self.task_queue,
+            result_type=AgentResult,
+            static_summary=f"{spec.name}: {goal}"[:400],
+            static_details=f"**Agent** `{spec.name}` · model `{spec.model}`\n\n**Goal**\n\n{goal}",
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "running")]
+            ),
+        )
+        return RunHandle(handle, self.ui_url)
+
+    async def run(self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None) -> AgentResult:
+        """Start a run and wait for its result."""
+        return await (await self.start(agent, goal, inputs=inputs)).result()
+
+    def get(self, run_id: str) -> RunHandle:
+        """A handle on an existing run."""
+        return RunHandle(self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url)
+
+    async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
+        """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`."""
+        base = f'WorkflowType="{names.WORKFLOW_TYPE}"'
+        runs: list[RunSummary] = []
+        async for execution in self.temporal.list_workflows(f"{base} AND ({query})" if query else base, limit=limit):
+            attrs = execution.typed_search_attributes
+            runs.append(
+                RunSummary(
+                    run_id=execution.id,
+                    agent=attrs.get(names.AGENT_NAME),
+                    status=attrs.get(names.AGENT_STATUS),
+                    steps=attrs.get(names.AGENT_STEPS),
+                    tokens=attrs.get(names.AGENT_TOKENS),
+                    cost_usd=attrs.get(names.AGENT_COST_USD),
+                    started_at=execution.start_time,
+                    closed_at=execution.close_time,
+                    temporal_status=_status_name(execution.status),
+                )
+            )
+        return runs
+
+    async def exists(self, run_id: str) -> bool:
+        try:
+            await self.temporal.get_workflow_handle(run_id).describe()
+            return True
+        except RPCError:
+            return False
+
+
+def _status_name(status: WorkflowExecutionStatus | None) -> str | None:
+    return status.name.lower() if status is not None else None

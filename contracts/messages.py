@@ -1,0 +1,89 @@
+"""The conversation between an agent and its model, in a provider-neutral shape.
+
+Every provider adapter converts these to and from its own wire format, so the
+workflow never needs to know which provider it is talking to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Usage(BaseModel):
+    """Tokens (and, where a price is known, dollars) spent by one or more model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 10),
+        )
+
+
+class ToolCall(BaseModel):
+    """A request from the model to run one tool.
+
+    `arguments_error` is set when the model produced arguments that are not a
+    JSON object; the call is then answered with a tool error instead of run.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments_error: str | None = None
+
+
+class ToolResult(BaseModel):
+    """What a tool call produced, as the model will read it."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+class Message(BaseModel):
+    """One message of the conversation.
+
+    `provider_raw` keeps a provider's native content (Anthropic content blocks
+    with thinking signatures, Responses `function_call` items) so it can be
+    sent back verbatim to the provider that produced it.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    provider_raw: Any | None = None
+
+
+class AssistantTurn(BaseModel):
+    """A model's normalised reply: text, the tool calls it asks for, and what it cost.
+
+    `wants_final_answer` is set by text protocols whose model answered "no
+    action" (`{}`): the loop then asks once more, without tools, for the final
+    answer (the KAOS two-phase loop).
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    provider_raw: Any | None = None
+    wants_final_answer: bool = False
+    feedback: str | None = None
+    """A note for the model about its own malformed reply (text protocols), sent back as a user message."""

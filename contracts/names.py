@@ -1,0 +1,19 @@
+"""Names that a client in any language needs to start and find runs."""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+WORKFLOW_TYPE = "AgentWorkflow"
+TASK_QUEUE = "stalwart"
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+
+AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
+AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+AGENT_STEPS = SearchAttributeKey.for_int("AgentSteps")
+AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
+AGENT_COST_USD = SearchAttributeKey.for_float("AgentCostUsd")
+AGENT_AWAITING_APPROVAL = SearchAttributeKey.for_bool("AgentAwaitingApproval")
+
+SEARCH_ATTRIBUTES = (AGENT_NAME, AGENT_STATUS, AGENT_STEPS, AGENT_TOKENS, AGENT_COST_USD, AGENT_AWAITING_APPROVAL)

@@ -1,0 +1,25 @@
+"""How a tool is described to the model and to the loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ToolSpec(BaseModel):
+    """A tool as the loop knows it: enough to show it to a model and to schedule it.
+
+    `parameters` is the JSON schema the model sees. `kind` chooses a handler
+    when no handler is registered under the tool's own name.
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    kind: str = "function"
+    side_effecting: bool = False
+    requires_approval: bool = False
+    timeout_seconds: float = 300.0
+    bindings: dict[str, str] = Field(default_factory=dict)
+    """Parameter name -> run input name; bound parameters are filled from the run's inputs."""

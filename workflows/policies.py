@@ -1,0 +1,39 @@
+"""Timeouts and retry policies of the activities the agent loop schedules.
+
+Every policy is bounded (attempts and a schedule-to-close timeout), so nothing
+retries forever; errors whose retry cannot help are named as non-retryable.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+MODEL_START_TO_CLOSE = timedelta(minutes=5)
+MODEL_SCHEDULE_TO_CLOSE = timedelta(minutes=30)
+MODEL_HEARTBEAT = timedelta(seconds=60)
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+    non_retryable_error_types=["ModelConfigError", "ModelRequestError"],
+)
+
+TOOL_HEARTBEAT = timedelta(seconds=10)
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
+
+DESCRIBE_TIMEOUT = timedelta(seconds=60)
+DESCRIBE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=5,
+    non_retryable_error_types=["UnknownToolError"],
+)
