@@ -1,0 +1,29 @@
+"""Deliberately changed versions of AgentWorkflow, for proving that the replay test catches incompatible changes.
+
+They live in their own module because the workflow sandbox re-imports the
+module that defines a workflow, and a test module does I/O at import time.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.run import AgentResult, RunInput
+    from contracts.tools import ToolSpec
+    from workflows import AgentWorkflow
+
+
+@workflow.defn(name="AgentWorkflow")
+class MemoryFirstAgentWorkflow(AgentWorkflow):
+    """The loop changed without `workflow.patched`: it calls a new activity before describing its tools."""
+
+    @workflow.run
+    async def run(self, input: RunInput) -> AgentResult:
+        return await super().run(input)
+
+    async def _describe_tools(self) -> list[ToolSpec]:
+        await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
+        return await super()._describe_tools()

@@ -1,0 +1,37 @@
+"""The current workflow code replays a recorded run; a changed one is caught as nondeterministic.
+
+The fixture is a real run (re-record it with tests/fixtures/record_history.py,
+whose docstring says when that is right). A run still in flight when workers
+are upgraded is replayed by the new code, so a change that replays
+differently breaks it: make such changes behind `workflow.patched(...)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from changed_workflows import MemoryFirstAgentWorkflow
+from contracts.converter import DATA_CONVERTER
+from workflows import AgentWorkflow
+
+HISTORY_FILE = Path(__file__).resolve().parent / "fixtures" / "histories" / "calculator_run.json"
+
+
+def _recorded_run() -> WorkflowHistory:
+    """The recorded calculator run; the file's stem is its run (workflow) id."""
+    return WorkflowHistory.from_json(HISTORY_FILE.stem, HISTORY_FILE.read_text())
+
+
+async def test_recorded_run_replays_on_the_current_workflow_code():
+    await Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER).replay_workflow(_recorded_run())
+
+
+async def test_replay_fails_with_nondeterminism_when_the_workflow_schedules_a_different_activity():
+    replayer = Replayer(workflows=[MemoryFirstAgentWorkflow], data_converter=DATA_CONVERTER)
+    with pytest.raises(workflow.NondeterminismError, match="load_agent_memory"):
+        await replayer.replay_workflow(_recorded_run())
