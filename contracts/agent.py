@@ -7,9 +7,10 @@ history: replaying it needs no agent file.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from pathlib import PurePath
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 ActionFormat = Literal["native", "json", "fenced"]
 
@@ -48,6 +49,79 @@ class ScriptedReply(_Strict):
     output_tokens: int = 10
 
 
+class _McpServerBase(_Strict):
+    name: str = Field(description="Names the server in errors; prefixes its tools as `name__tool` when a tool name collides.")
+    tools: list[str] | None = Field(None, description="Only these tools of the server are offered; all of them when unset.")
+
+    @field_validator("name")
+    @classmethod
+    def _server_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", value):
+            raise ValueError("use 1-32 letters, digits, '-' or '_', starting with a letter")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _allowlist_unique(cls, value: list[str] | None) -> list[str] | None:
+        duplicates = sorted({t for t in value or [] if (value or []).count(t) > 1})
+        if duplicates:
+            raise ValueError(f"tools listed twice: {', '.join(duplicates)}; list each tool once")
+        return value
+
+
+class McpStdioServer(_McpServerBase):
+    """An MCP server the worker starts as a subprocess and talks to over its stdin and stdout."""
+
+    transport: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1, description="`python` means the worker's own interpreter.")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Added to a minimal environment; `${NAME}` is read from the worker's environment, keeping secrets out of history.",
+    )
+    cwd: str | None = Field(None, description="Working directory of the server; relative `args` are relative to it.")
+
+
+class McpHttpServer(_McpServerBase):
+    """An MCP server reached over streamable HTTP."""
+
+    transport: Literal["http"] = "http"
+    url: str = Field(description="The server's MCP endpoint, e.g. `http://127.0.0.1:8000/mcp`.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Sent with every request; `${NAME}` is read from the worker's environment, keeping secrets out of history.",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("use an http:// or https:// URL such as `http://127.0.0.1:8000/mcp`")
+        return value
+
+
+def _mcp_transport(value: Any) -> str | None:
+    """`transport` when given, else inferred: `command` means stdio, `url` means http."""
+    if isinstance(value, BaseModel):
+        return getattr(value, "transport", None)
+    if not isinstance(value, dict):
+        return None
+    if "transport" in value:
+        return value["transport"]
+    return "stdio" if "command" in value else "http" if "url" in value else None
+
+
+McpServerSpec = Annotated[
+    Annotated[McpStdioServer, Tag("stdio")] | Annotated[McpHttpServer, Tag("http")],
+    Discriminator(
+        _mcp_transport,
+        custom_error_type="mcp_transport",
+        custom_error_message='set `transport = "stdio"` with a `command`, or `transport = "http"` with a `url`',
+    ),
+]
+"""An MCP server of an agent, told apart by `transport`."""
+
+
 class AgentSpec(_Strict):
     """An agent: its instructions, its model, its tools and its budgets."""
 
@@ -64,6 +138,11 @@ class AgentSpec(_Strict):
     history_limit: int | None = Field(None, ge=2, description="Keep the goal and the last N messages when calling the model.")
     budgets: Budgets = Field(default_factory=Budgets)
     scripted: list[ScriptedReply] = Field(default_factory=list, description="Replies of the `scripted` model, in order.")
+    mcp_servers: list[McpServerSpec] = Field(default_factory=list, description="MCP servers whose tools the agent may call.")
+    bindings: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Tool name -> {parameter: run input name}: bound parameters come from the run's inputs, hidden from the model.",
+    )
     extra: dict[str, Any] = Field(default_factory=dict, description="Free-form settings for extensions.")
 
     @field_validator("name")
@@ -80,3 +159,22 @@ class AgentSpec(_Strict):
         if duplicates:
             raise ValueError(f"tools listed twice: {', '.join(duplicates)}; list each tool once")
         return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names_unique(cls, value: list[McpStdioServer | McpHttpServer]) -> list[McpStdioServer | McpHttpServer]:
+        names = [server.name for server in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"MCP servers named twice: {', '.join(duplicates)}; give each server its own name")
+        return value
+
+    def with_base_dir(self, base_dir: str | PurePath) -> AgentSpec:
+        """This spec with each stdio MCP server's `cwd` made absolute against `base_dir` (an agent file's directory)."""
+        servers = [
+            server.model_copy(update={"cwd": str(PurePath(base_dir, server.cwd or "."))})
+            if isinstance(server, McpStdioServer)
+            else server
+            for server in self.mcp_servers
+        ]
+        return self.model_copy(update={"mcp_servers": servers})

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from contracts.agent import McpServerSpec
+
 
 class ToolSpec(BaseModel):
     """A tool as the loop knows it: enough to show it to a model and to schedule it.
@@ -23,3 +25,7 @@ class ToolSpec(BaseModel):
     timeout_seconds: float = 300.0
     bindings: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> run input name; bound parameters are filled from the run's inputs."""
+    server: McpServerSpec | None = None
+    """For kind "mcp": the server hosting the tool, carried whole so `run_tool` reaches it from its request alone."""
+    remote_name: str | None = None
+    """The tool's name on its MCP server, when `name` was prefixed to avoid a collision."""
