@@ -3,58 +3,114 @@
 A tool's failure is an answer for the model, not a failure of the run: it is
 returned as a `ToolResult` with `is_error` and a hint. Only a
 `RetryableToolError` is raised to Temporal, which retries it with backoff.
+
+Dispatch follows Prompty's two layers: a handler registered under the tool's
+name wins, else the handler for the tool's kind (the worker's registry first,
+then the built-in "mcp" kind), else the model is told no handler exists.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.plugin import SimplePlugin
 
-from activities.tools.registry import RetryableToolError, ToolArgumentsError, ToolContext, ToolRegistry
+from activities.mcp import McpConfigError, McpPool, McpToolError, McpUnavailable, catalog, render
+from activities.tools.registry import (
+    KindHandler,
+    RetryableToolError,
+    ToolArgumentsError,
+    ToolContext,
+    ToolRegistry,
+    render_result,
+)
 from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
+from contracts.agent import AgentSpec
 from contracts.messages import ToolResult
+from contracts.tools import ToolSpec
 
 HEARTBEAT_EVERY_SECONDS = 2.0
 ARGUMENTS_HINT = "Check argument names and types and try again."
+MISSING_INPUT_HINT = "This tool needs a value the user gives when starting the run; tell the user which input is missing."
+
+
+class BindingError(ValueError):
+    """The agent's [bindings] name a tool or parameter that does not exist; the agent file must change."""
 
 
 class ToolActivities:
-    """Tool activities bound to one worker's registry."""
+    """Tool activities bound to one worker's registry and its MCP connections."""
 
-    def __init__(self, registry: ToolRegistry) -> None:
+    def __init__(self, registry: ToolRegistry, *, mcp: McpPool | None = None) -> None:
         self.registry = registry
+        self.mcp = mcp or McpPool()
+        self._builtin_kinds: dict[str, KindHandler] = {"mcp": self._call_mcp}
+
+    def worker_plugin(self) -> SimplePlugin:
+        """Closes this worker's MCP connections (stopping stdio servers) when the worker stops."""
+        return SimplePlugin("stalwart.tools", run_context=self._lifespan)
+
+    async def aclose(self) -> None:
+        await self.mcp.aclose()
+
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.aclose()
 
     @activity.defn(name="describe_tools")
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
-        """The schemas of the agent's tools, recorded in history so replays see the same list."""
-        missing = [name for name in request.agent.tools if name not in self.registry]
+        """The schemas of the agent's tools and its MCP servers' tools, recorded in history so replays see the same list."""
+        agent = request.agent
+        missing = [name for name in agent.tools if name not in self.registry]
         if missing:
             raise ApplicationError(
-                f"agent {request.agent.name!r} lists tool(s) {', '.join(missing)} that this worker does not register "
+                f"agent {agent.name!r} lists tool(s) {', '.join(missing)} that this worker does not register "
                 f"(registered: {', '.join(self.registry.names()) or 'none'}). Start the worker with "
                 f"`stalwart worker --tools your.module` where the module defines them with @tool, "
                 f"or remove them from the agent file.",
                 type="UnknownToolError",
                 non_retryable=True,
             )
-        tools = [self.registry.get(name).spec() for name in request.agent.tools]  # type: ignore[union-attr]
-        return DescribeToolsResult(tools=tools)
+        tools = [self.registry.get(name).spec() for name in agent.tools]  # type: ignore[union-attr]
+        try:
+            tools += await self._mcp_tools(agent)
+            return DescribeToolsResult(tools=bind(tools, agent.bindings))
+        except (McpConfigError, BindingError) as err:
+            raise ApplicationError(str(err), type=type(err).__name__, non_retryable=True) from err
+        except McpUnavailable as err:
+            raise ApplicationError(str(err), type="McpUnavailable") from err
 
     @activity.defn(name="run_tool")
     async def run_tool(self, request: ToolRequest) -> ToolResult:
-        call = request.call
-        registered = self.registry.get(call.name)
-        if registered is None:
-            return _error(request, f"No handler registered for tool: {call.name} (kind: {request.tool.kind})", "Call one of the tools you were given.")
+        call, spec = request.call, request.tool
+        named = self.registry.get(call.name)
+        by_kind = self.registry.kind_handler(spec.kind) or self._builtin_kinds.get(spec.kind)
+        if named is None and by_kind is None:
+            return _error(request, f"No handler registered for tool: {call.name} (kind: {spec.kind})", "Call one of the tools you were given.")
+        unbound = sorted({name for name in spec.bindings.values() if name not in request.run_inputs})
+        if unbound:
+            return _error(
+                request,
+                f"tool {call.name} takes run input(s) {', '.join(unbound)}, which this run was not given",
+                MISSING_INPUT_HINT,
+            )
+        arguments = {**call.arguments, **{param: request.run_inputs[name] for param, name in spec.bindings.items()}}
         context = ToolContext(idempotency_key=request.idempotency_key, call_id=call.id, run_inputs=request.run_inputs)
         try:
             async with _heartbeating():
-                content = await registered(call.arguments, context)
+                if named is not None:
+                    content = await named(arguments, context)
+                else:
+                    content = render_result(await by_kind(spec, arguments, context))  # type: ignore[misc]
         except RetryableToolError as err:
             raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
         except ToolArgumentsError as err:
@@ -63,8 +119,50 @@ class ToolActivities:
             raise
         except Exception as err:  # noqa: BLE001 - every tool failure is feedback for the model
             activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
-            return _error(request, f"{type(err).__name__}: {err}", ARGUMENTS_HINT)
+            return _error(request, f"{type(err).__name__}: {err}", getattr(err, "hint", ARGUMENTS_HINT))
         return ToolResult(call_id=call.id, name=call.name, content=content)
+
+    async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
+        if not agent.mcp_servers:
+            return []
+        listed = await asyncio.gather(*(self.mcp.list_tools(server) for server in agent.mcp_servers))
+        return catalog.tool_specs(list(zip(agent.mcp_servers, listed)), taken=self.registry.names(), own=agent.tools)
+
+    async def _call_mcp(self, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> str:
+        if spec.server is None:
+            raise McpConfigError(f"tool {spec.name} is of kind mcp but names no server")
+        result = await self.mcp.call_tool(spec.server, spec.remote_name or spec.name, arguments)
+        if result.is_error:
+            raise McpToolError(render(result))
+        return render(result)
+
+
+def bind(tools: Sequence[ToolSpec], bindings: Mapping[str, Mapping[str, str]]) -> list[ToolSpec]:
+    """Hide bound parameters from the model and record where their values come from (Prompty bindings)."""
+    by_name = {tool.name: tool for tool in tools}
+    unknown = sorted(name for name in bindings if name not in by_name)
+    if unknown:
+        raise BindingError(
+            f"[bindings] names tool(s) {', '.join(unknown)} that the agent does not have "
+            f"(its tools: {', '.join(by_name) or 'none'}); fix the [bindings] table of the agent file"
+        )
+    return [_bind(tool, bindings[tool.name]) if bindings.get(tool.name) else tool for tool in tools]
+
+
+def _bind(tool: ToolSpec, binding: Mapping[str, str]) -> ToolSpec:
+    properties = dict(tool.parameters.get("properties", {}))
+    unknown = sorted(param for param in binding if param not in properties)
+    if unknown:
+        raise BindingError(
+            f"[bindings.{tool.name}] binds parameter(s) {', '.join(unknown)} that tool {tool.name} does not take "
+            f"(its parameters: {', '.join(properties) or 'none'}); fix the agent file"
+        )
+    for param in binding:
+        del properties[param]
+    parameters = {**tool.parameters, "properties": properties}
+    if "required" in parameters:
+        parameters["required"] = [name for name in parameters["required"] if name not in binding]
+    return tool.model_copy(update={"parameters": parameters, "bindings": dict(binding)})
 
 
 def _error(request: ToolRequest, error: str, hint: str) -> ToolResult:

@@ -38,12 +38,17 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     **worker_options: Any,
 ) -> Worker:
-    """A worker that runs agents on `task_queue` with the tools of `registry`."""
+    """A worker that runs agents on `task_queue` with the tools of `registry`.
+
+    Its MCP connections live as long as the worker runs: they close (stopping
+    stdio servers) when it shuts down, through the tools' worker plugin.
+    """
     tools = ToolActivities(registry or default_registry())
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
         activities=[model_turn, tools.describe_tools, tools.run_tool],
+        plugins=[*worker_options.pop("plugins", ()), tools.worker_plugin()],
         **worker_options,
     )

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
@@ -120,13 +120,31 @@ def tool(
     return wrap(function) if function is not None else wrap
 
 
+KindHandler = Callable[[ToolSpec, dict[str, Any], ToolContext], Awaitable[Any]]
+"""Runs any tool of one kind (e.g. "mcp"): gets the tool's spec, the arguments and the context; its return is rendered like a tool's."""
+
+
 class ToolRegistry:
-    """The tools a worker can run, by name."""
+    """The tools a worker can run, by name, and handlers for whole kinds of tools.
+
+    Dispatch (Prompty's two layers): a tool registered under the called
+    name wins; otherwise the handler registered for the tool's kind.
+    """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._kinds: dict[str, KindHandler] = {}
         for item in tools:
             self.register(item)
+
+    def register_kind(self, kind: str, handler: KindHandler) -> None:
+        """Handle every tool of `kind` that has no handler under its own name."""
+        if kind in self._kinds and self._kinds[kind] is not handler:
+            raise ValueError(f"kind {kind!r} already has a handler; register one handler per kind")
+        self._kinds[kind] = handler
+
+    def kind_handler(self, kind: str) -> KindHandler | None:
+        return self._kinds.get(kind)
 
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         registered = item if isinstance(item, Tool) else tool(item)

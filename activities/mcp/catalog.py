@@ -1,0 +1,83 @@
+"""MCP tools as the loop's `ToolSpec`s, and the rule that keeps every tool name unambiguous.
+
+Naming policy: an MCP tool keeps its own name unless that name is taken -
+by one of the agent's `tools`, by a tool the worker registers (whose handler
+would otherwise answer calls by name), or by a tool of another of the
+agent's MCP servers. Then every MCP tool of that name is offered as
+`<server>__<tool>`. The agent's own `tools` never change name. If a name is
+still not unique after that, describing the tools fails and says which
+tools clash and how to drop one (a server's `tools` allowlist).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Sequence
+
+from mcp.types import Tool
+
+from activities.mcp.errors import McpConfigError
+from contracts.agent import McpHttpServer, McpStdioServer
+from contracts.tools import ToolSpec
+
+McpServer = McpStdioServer | McpHttpServer
+SEPARATOR = "__"
+
+
+def allowed(spec: McpServer, tools: Sequence[Tool]) -> list[Tool]:
+    """The server's tools that its allowlist admits; an allowlisted tool it does not offer is an error."""
+    if spec.tools is None:
+        return list(tools)
+    offered = {tool.name for tool in tools}
+    missing = [name for name in spec.tools if name not in offered]
+    if missing:
+        raise McpConfigError(
+            f"MCP server {spec.name!r} has no tool(s) {', '.join(missing)} (it offers: {', '.join(sorted(offered)) or 'none'}); "
+            f"fix `tools` of that server in the agent file"
+        )
+    return [tool for tool in tools if tool.name in spec.tools]
+
+
+def tool_specs(servers: Sequence[tuple[McpServer, Sequence[Tool]]], taken: Collection[str], own: Collection[str]) -> list[ToolSpec]:
+    """ToolSpecs for the servers' (allowed) tools, named by the policy above.
+
+    `taken` is every name a handler answers to in this worker; `own` the
+    agent's own tool names, which the result must not repeat.
+    """
+    kept = [(spec, tool) for spec, tools in servers for tool in allowed(spec, tools)]
+    counts = Counter(tool.name for _, tool in kept)
+    specs = []
+    for spec, tool in kept:
+        clash = counts[tool.name] > 1 or tool.name in taken or tool.name in own
+        specs.append(_spec(spec, tool, f"{spec.name}{SEPARATOR}{tool.name}" if clash else tool.name))
+    _check_unique(specs, own)
+    return specs
+
+
+def _spec(server: McpServer, tool: Tool, name: str) -> ToolSpec:
+    schema = dict(tool.input_schema)
+    schema.pop("title", None)
+    read_only = bool(tool.annotations and tool.annotations.read_only_hint)
+    return ToolSpec(
+        name=name,
+        description=tool.description or tool.title or "",
+        parameters=schema,
+        kind="mcp",
+        side_effecting=not read_only,
+        server=server,
+        remote_name=tool.name if name != tool.name else None,
+    )
+
+
+def _check_unique(specs: Sequence[ToolSpec], own: Collection[str]) -> None:
+    owners: dict[str, list[str]] = {name: ["the agent's `tools`"] for name in own}
+    for spec in specs:
+        assert spec.server is not None
+        owners.setdefault(spec.name, []).append(f"MCP server {spec.server.name!r} (tool {spec.remote_name or spec.name!r})")
+    clashes = {name: where for name, where in owners.items() if len(where) > 1}
+    if clashes:
+        detail = "; ".join(f"{name!r} comes from {' and '.join(where)}" for name, where in sorted(clashes.items()))
+        raise McpConfigError(
+            f"tool names are ambiguous even after prefixing with server names: {detail}. "
+            f"Drop one with a server's `tools` allowlist, or rename a server."
+        )

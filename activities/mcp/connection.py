@@ -1,0 +1,80 @@
+"""One live session with one MCP server, owned by a task of its own.
+
+The MCP client's task groups must be entered and left by the same task, but
+the calls come from many activity tasks and the close from the worker's
+shutdown. So a dedicated task opens the client, holds it until asked to
+close, and closes it; every other task only sends requests through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from importlib.metadata import PackageNotFoundError, version
+
+import anyio
+from mcp import Client, Implementation
+
+from activities.mcp.transport import open_transport
+from contracts.agent import McpHttpServer, McpStdioServer
+
+logger = logging.getLogger(__name__)
+
+
+def _client_info() -> Implementation:
+    try:
+        own_version = version("stalwart")
+    except PackageNotFoundError:
+        own_version = "0"
+    return Implementation(name="stalwart", version=own_version)
+
+
+class McpConnection:
+    """A session with one server; `alive` turns False once the server can answer nothing more."""
+
+    def __init__(self, spec: McpStdioServer | McpHttpServer) -> None:
+        self.spec = spec
+        self._ended = anyio.Event()
+        self._closing = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("open the connection first")
+        return self._client
+
+    @property
+    def alive(self) -> bool:
+        return self._client is not None and not self._ended.is_set() and self._owner is not None and not self._owner.done()
+
+    async def open(self) -> None:
+        """Start the server (or reach it) and finish the MCP handshake; raises what stopped it."""
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.create_task(self._own(ready), name=f"mcp server {self.spec.name}")
+        try:
+            self._client = await ready
+        except BaseException:
+            self._closing.set()
+            await asyncio.gather(self._owner, return_exceptions=True)
+            raise
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._owner is not None:
+            await asyncio.gather(self._owner, return_exceptions=True)
+        self._client = None
+
+    async def _own(self, ready: asyncio.Future[Client]) -> None:
+        try:
+            async with Client(open_transport(self.spec, self._ended), cache=None, client_info=_client_info()) as client:
+                ready.set_result(client)
+                await self._closing.wait()
+        except BaseException as err:  # noqa: BLE001 - handed to the opener, or logged once the session is over
+            if not ready.done():
+                ready.cancel() if isinstance(err, asyncio.CancelledError) else ready.set_exception(err)
+            elif not isinstance(err, asyncio.CancelledError):
+                logger.info("MCP server %r: session ended with %s: %s", self.spec.name, type(err).__name__, err)
+            if isinstance(err, asyncio.CancelledError):
+                raise

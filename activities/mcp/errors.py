@@ -1,0 +1,27 @@
+"""What can go wrong between a worker and an MCP server, split by what the user should do about it."""
+
+from __future__ import annotations
+
+from activities.tools.registry import RetryableToolError
+
+
+class McpConfigError(Exception):
+    """The agent's MCP settings cannot work as written: retrying will not help, the agent file or worker must change."""
+
+    hint = "This tool cannot work on this worker as configured; carry on without it and tell the user."
+
+
+class McpUnavailable(RetryableToolError):
+    """The server could not be reached just now; Temporal retries the activity with backoff."""
+
+
+class McpToolError(Exception):
+    """The server answered the call with an error (`isError` or a protocol error): feedback for the model."""
+
+    hint = "Read the error, then fix the arguments or try another approach."
+
+
+class McpServerExited(Exception):
+    """The server went away while a call was in flight; it is started again on the next call."""
+
+    hint = "The server is restarted on the next call; call the tool again only if running it twice is safe."

@@ -1,0 +1,134 @@
+"""The worker's MCP connections: one per server, reused by every call, restarted when its server died.
+
+A pool belongs to one worker (`ToolActivities`); the worker closes it at
+shutdown, which stops every stdio server it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+from typing import Any
+
+import httpx2
+from mcp import MCPError
+from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool
+
+from activities.mcp.connection import McpConnection
+from activities.mcp.errors import McpConfigError, McpServerExited, McpToolError, McpUnavailable
+from contracts.agent import McpHttpServer, McpStdioServer
+
+logger = logging.getLogger(__name__)
+
+McpServer = McpStdioServer | McpHttpServer
+MAX_LIST_PAGES = 100
+
+
+class McpPool:
+    """Connections keyed by how a server is reached, so agents that name one server differently share it."""
+
+    def __init__(self) -> None:
+        self._connections: dict[str, McpConnection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @staticmethod
+    def key(spec: McpServer) -> str:
+        return spec.model_dump_json(exclude={"name", "tools"})
+
+    async def connection(self, spec: McpServer) -> McpConnection:
+        """The live connection to `spec`, started (again) when there is none or its server has gone."""
+        key = self.key(spec)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            current = self._connections.get(key)
+            if current is not None and current.alive:
+                return current
+            if current is not None:
+                logger.info("MCP server %r is gone; starting it again", spec.name)
+                del self._connections[key]
+                await current.close()
+            connection = McpConnection(spec)
+            try:
+                await connection.open()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as err:  # noqa: BLE001 - classified into what the user should do
+                raise _connect_error(spec, _leaf(err)) from err
+            self._connections[key] = connection
+            return connection
+
+    async def list_tools(self, spec: McpServer) -> list[Tool]:
+        connection = await self.connection(spec)
+        tools: list[Tool] = []
+        cursor: str | None = None
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                page = await connection.client.list_tools(cursor=cursor, cache_mode="bypass")
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    return tools
+        except MCPError as err:
+            await self._discard(spec, connection)
+            raise McpUnavailable(f"MCP server {spec.name!r} failed to list its tools: {err}") from err
+        raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
+
+    async def call_tool(self, spec: McpServer, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool; an error the server reports is raised as `McpToolError` for the model to read."""
+        connection = await self.connection(spec)
+        try:
+            result = await connection.client.call_tool(name, arguments)
+        except MCPError as err:
+            if err.code == CONNECTION_CLOSED:
+                await self._discard(spec, connection)
+                raise McpServerExited(
+                    f"MCP server {spec.name!r} closed the connection while running {name!r} (did it crash?)"
+                ) from err
+            raise McpToolError(str(err)) from err
+        except (httpx2.TransportError, OSError) as err:
+            await self._discard(spec, connection)
+            raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
+        return result
+
+    async def aclose(self) -> None:
+        """Close every connection (stopping stdio servers); the pool can be used again afterwards."""
+        connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+    async def _discard(self, spec: McpServer, connection: McpConnection) -> None:
+        key = self.key(spec)
+        if self._connections.get(key) is connection:
+            del self._connections[key]
+        await connection.close()
+
+
+def _leaf(err: BaseException) -> BaseException:
+    """The first real error inside the task-group wrappers the MCP client raises."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
+
+
+def _connect_error(spec: McpServer, err: BaseException) -> Exception:
+    if isinstance(err, McpConfigError):
+        return err
+    if isinstance(spec, McpStdioServer):
+        command = shlex.join([spec.command, *spec.args])
+        where = f" in {spec.cwd}" if spec.cwd else ""
+        if isinstance(err, OSError):
+            return McpConfigError(
+                f"MCP server {spec.name!r}: cannot start `{command}`{where}: {err.strerror or err}. "
+                f"Fix `command` in the agent file or install it on the worker."
+            )
+        return McpConfigError(
+            f"MCP server {spec.name!r}: `{command}`{where} stopped before the MCP handshake finished "
+            f"({type(err).__name__}: {err}). Run that command yourself to see its error."
+        )
+    if isinstance(err, httpx2.HTTPStatusError) and err.response.status_code in (401, 403, 404):
+        return McpConfigError(
+            f"MCP server {spec.name!r}: {spec.url} answered HTTP {err.response.status_code}. "
+            f"Check `url` and `headers` in the agent file."
+        )
+    return McpUnavailable(
+        f"MCP server {spec.name!r}: cannot reach {spec.url} ({type(err).__name__}: {err}). Check that the server is running."
+    )
