@@ -12,12 +12,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contracts.agent import AgentSpec, Budgets, ScriptedReply
+from contracts.agent import AgentSpec, Budgets, McpHttpServer, McpStdioServer, ScriptedReply
 
 _KNOWN_FIELDS = {
     "": set(AgentSpec.model_fields),
     "budgets": set(Budgets.model_fields),
     "scripted": set(ScriptedReply.model_fields),
+    "mcp_servers.stdio": set(McpStdioServer.model_fields),
+    "mcp_servers.http": set(McpHttpServer.model_fields),
 }
 
 
@@ -36,7 +38,8 @@ def load_agent(path: str | Path) -> AgentSpec:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise AgentFileError(f"{path}: not valid TOML ({err}). Fix the syntax at that line.") from None
-    return parse_agent(data, source=str(path))
+    # A stdio MCP server runs in the agent file's directory unless it says otherwise, so relative `args` work.
+    return parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
 
 
 def parse_agent(data: dict[str, Any], *, source: str = "<agent>") -> AgentSpec:

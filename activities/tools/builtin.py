@@ -1,12 +1,25 @@
-"""Tools that ship with Stalwart: safe enough to enable anywhere."""
+"""Tools that ship with Stalwart: safe enough to enable anywhere.
+
+`http_get` and `read_file` reach outside the worker, so they do nothing until
+the worker opts in: `STALWART_HTTP_ALLOWED_HOSTS` (or `http_get_tool(...)`)
+lists the hosts `http_get` may fetch, and `STALWART_FILES_ROOT` (or
+`read_file_tool(...)`) names the one directory `read_file` may read.
+"""
 
 from __future__ import annotations
 
 import ast
 import math
 import operator
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from activities.tools.registry import tool
+import httpx
+
+from activities.tools.registry import Tool, tool
 
 _BINARY = {
     ast.Add: operator.add,
@@ -70,3 +83,161 @@ def echo(text: str) -> str:
         text: The text to echo back.
     """
     return text
+
+
+class NotAllowed(PermissionError):
+    """The worker's settings forbid this; the model cannot fix it by changing its arguments."""
+
+    hint = "This worker does not permit it: tell the user which setting would allow it, or work without it."
+
+
+HTTP_HOSTS_ENV = "STALWART_HTTP_ALLOWED_HOSTS"
+HTTP_MAX_BYTES_ENV = "STALWART_HTTP_MAX_BYTES"
+FILES_ROOT_ENV = "STALWART_FILES_ROOT"
+FILES_MAX_BYTES_ENV = "STALWART_FILES_MAX_BYTES"
+DEFAULT_MAX_BYTES = 200_000
+"""Tool results enter the run's history; Temporal rejects payloads over 2 MiB, so fetches are capped well below."""
+MAX_REDIRECTS = 5
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """Which hosts `http_get` may fetch, and how much of a body it returns.
+
+    A host entry matches that host exactly; `*.example.com` matches its
+    subdomains. Every redirect is checked against the same list.
+    """
+
+    allowed_hosts: tuple[str, ...] = ()
+    max_bytes: int = DEFAULT_MAX_BYTES
+    timeout_seconds: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpPolicy:
+        environ = os.environ if environ is None else environ
+        hosts = tuple(h.strip().lower() for h in environ.get(HTTP_HOSTS_ENV, "").split(",") if h.strip())
+        return cls(allowed_hosts=hosts, max_bytes=_int_setting(environ, HTTP_MAX_BYTES_ENV))
+
+    def allows(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return any(host == entry or (entry.startswith("*.") and host.endswith(entry[1:])) for entry in self.allowed_hosts)
+
+    def check(self, url: httpx.URL, *, redirected: bool = False) -> None:
+        if url.scheme not in ("http", "https"):
+            raise ValueError(f"cannot fetch {url}: only http:// and https:// URLs are supported")
+        if not self.allowed_hosts:
+            raise NotAllowed(
+                f"http_get is off on this worker; set {HTTP_HOSTS_ENV} to the hosts it may fetch (e.g. example.com,*.python.org)"
+            )
+        if not self.allows(url.host):
+            what = "redirected to host" if redirected else "host"
+            raise NotAllowed(
+                f"{what} {url.host} is not allowed; add it to {HTTP_HOSTS_ENV} (allowed now: {', '.join(self.allowed_hosts)})"
+            )
+
+
+async def fetch(url: str, policy: HttpPolicy) -> dict[str, Any]:
+    """GET `url`, following at most MAX_REDIRECTS redirects, each one checked against the policy."""
+    current = httpx.URL(url)
+    async with httpx.AsyncClient(follow_redirects=False, timeout=policy.timeout_seconds) as client:
+        for hop in range(MAX_REDIRECTS + 1):
+            policy.check(current, redirected=hop > 0)
+            async with client.stream("GET", current) as response:
+                if response.is_redirect:
+                    current = response.url.join(response.headers["location"])
+                    continue
+                body, truncated = await _read_capped(response.aiter_bytes(), policy.max_bytes)
+                return {
+                    "url": str(response.url),
+                    "status": response.status_code,
+                    "content_type": response.headers.get("content-type", ""),
+                    "content": _text(body, response.charset_encoding or "utf-8"),
+                    "truncated": truncated,
+                }
+    raise ValueError(f"{url} redirected more than {MAX_REDIRECTS} times; fetch the final URL directly")
+
+
+def http_get_tool(allowed_hosts: tuple[str, ...] | None = None, *, max_bytes: int | None = None) -> Tool:
+    """An `http_get` tool with the worker's own allowlist; without one it reads STALWART_HTTP_ALLOWED_HOSTS at each call."""
+
+    async def http_get(url: str) -> dict[str, Any]:
+        """Fetch a web page or API response with an HTTP GET, from the hosts this worker allows.
+
+        Args:
+            url: The full http:// or https:// URL to fetch.
+        """
+        policy = HttpPolicy.from_env()
+        if allowed_hosts is not None:
+            policy = HttpPolicy(tuple(h.lower() for h in allowed_hosts), max_bytes or policy.max_bytes)
+        return await fetch(url, policy)
+
+    return tool(http_get)
+
+
+def read_file_tool(root: str | Path | None = None, *, max_bytes: int | None = None) -> Tool:
+    """A `read_file` tool confined to `root`; without one it reads STALWART_FILES_ROOT at each call."""
+
+    def read_file(path: str) -> dict[str, Any]:
+        """Read a text file from the directory this worker shares with agents.
+
+        Args:
+            path: The file's path relative to that directory, e.g. "notes/plan.md".
+        """
+        base = root if root is not None else os.environ.get(FILES_ROOT_ENV)
+        if not base:
+            raise NotAllowed(f"read_file is off on this worker; set {FILES_ROOT_ENV} to the directory agents may read")
+        target = confined(Path(base), path)
+        limit = max_bytes or _int_setting(os.environ, FILES_MAX_BYTES_ENV)
+        with target.open("rb") as handle:
+            body = handle.read(limit + 1)
+        if b"\0" in body[:8192]:
+            raise ValueError(f"{path} is a binary file; read_file returns text only")
+        return {"path": path, "content": _text(body[:limit], "utf-8"), "truncated": len(body) > limit}
+
+    return tool(read_file)
+
+
+def confined(root: Path, path: str) -> Path:
+    """`path` inside `root`, with symlinks resolved; anything that leaves `root` is refused."""
+    try:
+        base = root.resolve(strict=True)
+    except OSError as err:
+        raise NotAllowed(f"the readable directory {root} does not exist; fix {FILES_ROOT_ENV} on the worker") from err
+    target = (base / path).resolve()
+    if not target.is_relative_to(base):
+        raise NotAllowed(f"{path} is outside the readable directory; give a path inside it, without '..' or links that leave it")
+    if not target.is_file():
+        raise FileNotFoundError(f"no file {path} in the readable directory")
+    return target
+
+
+http_get = http_get_tool()
+read_file = read_file_tool()
+
+
+async def _read_capped(chunks: Any, limit: int) -> tuple[bytes, bool]:
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            return bytes(body[:limit]), True
+    return bytes(body), False
+
+
+def _text(body: bytes, encoding: str) -> str:
+    if b"\0" in body[:8192]:
+        return f"[binary content, {len(body)} bytes, not shown]"
+    return body.decode(encoding, errors="replace")
+
+
+def _int_setting(environ: Mapping[str, str], name: str) -> int:
+    raw = environ.get(name)
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number of bytes; set it to e.g. {DEFAULT_MAX_BYTES}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1")
+    return value
