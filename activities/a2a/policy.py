@@ -1,0 +1,51 @@
+"""How a workflow should schedule the A2A activities: names, timeouts and retry policies.
+
+Workflow code imports this module, so it holds constants only (no I/O
+imports). Every policy is bounded; errors that a retry cannot fix are listed
+as non-retryable, so they come back at once as `Delegation failed: ...`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+A2A_DELEGATE = "a2a_delegate"
+"""Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""
+A2A_DESCRIBE = "a2a_describe"
+"""Activity: `A2ADescribeRequest` -> `A2AAgentCard`."""
+
+UNAVAILABLE_ERROR = "A2AUnavailableError"
+"""Retryable: the agent could not be reached or answered 408/429/5xx; `next_retry_delay` honours Retry-After."""
+PROTOCOL_ERROR = "A2AProtocolError"
+"""The agent's card or answer breaks the protocol, or it answered a JSON-RPC error."""
+REQUEST_ERROR = "A2ARequestError"
+"""The agent refused the request for good: HTTP 4xx (401/403 name the token to set), no card at the URL."""
+TASK_ERROR = "A2ATaskError"
+"""The remote task ended failed, rejected, canceled or auth-required."""
+
+NON_RETRYABLE_ERRORS = [PROTOCOL_ERROR, REQUEST_ERROR, TASK_ERROR]
+
+DESCRIBE_START_TO_CLOSE = timedelta(seconds=60)
+DESCRIBE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=NON_RETRYABLE_ERRORS,
+)
+
+DELEGATE_START_TO_CLOSE = timedelta(minutes=30)
+"""One attempt: send the message and follow the task until it ends."""
+DELEGATE_SCHEDULE_TO_CLOSE = timedelta(hours=2)
+"""All attempts together; a remote agent that stays unreachable this long fails the delegation."""
+DELEGATE_HEARTBEAT = timedelta(seconds=30)
+"""The activity heartbeats every few seconds while it waits; a dead worker is noticed within this."""
+DELEGATE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+    non_retryable_error_types=NON_RETRYABLE_ERRORS,
+)

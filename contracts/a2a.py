@@ -1,0 +1,98 @@
+"""Inputs and outputs of the A2A activities: delegating to a remote agent by URL, and describing it.
+
+Only Stalwart's own view of the remote agent is kept here (name, skills, the
+answer's text and state), not the A2A wire shapes, so a history stays readable
+and does not change when the protocol does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+DelegationState = Literal["completed", "input-required"]
+"""How a delegation that produced an answer ended: done, or the remote agent asks a question back."""
+
+
+class A2APollSettings(BaseModel):
+    """How to follow a remote task: the first wait, how it grows, its ceiling, and each HTTP call's limit."""
+
+    interval_seconds: float = Field(1.0, gt=0, description="Wait before the first `tasks/get`.")
+    max_interval_seconds: float = Field(10.0, gt=0, description="Longest wait between two polls.")
+    backoff: float = Field(1.5, ge=1, description="Each wait is the previous one times this, up to the ceiling.")
+    request_timeout_seconds: float = Field(30.0, gt=0, description="Limit of one HTTP request; a timeout is retried.")
+
+
+class A2ADelegateRequest(BaseModel):
+    """Send one task to a remote agent and wait for its answer.
+
+    `idempotency_key` becomes the A2A `messageId`: it must be stable across
+    retries of one delegation (e.g. `<workflow id>/<step>/<call id>`), so a
+    remote agent that deduplicates messages sees a retry as the same message.
+    """
+
+    url: str = Field(description="The agent's base URL (its card is under /.well-known/) or the URL of its card.")
+    task: str = Field(description="What the remote agent is asked, as the text of one user message.")
+    idempotency_key: str = Field(min_length=1)
+    context_id: str | None = Field(None, description="Continue an earlier conversation with this agent.")
+    task_id: str | None = Field(None, description="Answer a task of this agent that ended `input-required`.")
+    auth_token_env: str | None = Field(None, description="Worker environment variable holding a bearer token for the agent.")
+    poll: A2APollSettings = Field(default_factory=A2APollSettings)
+
+
+class A2ADelegateResult(BaseModel):
+    """The remote agent's answer.
+
+    A reply that came as a plain A2A Message has no task: `task_id` is None and
+    `state` is `completed`. With `input-required`, `text` is the agent's
+    question; send the answer with the same `context_id` and `task_id`.
+    """
+
+    text: str
+    task_id: str | None = None
+    context_id: str | None = None
+    state: DelegationState = "completed"
+    agent_name: str
+
+
+class A2ADescribeRequest(BaseModel):
+    """Fetch a remote agent's card."""
+
+    url: str = Field(description="The agent's base URL or the URL of its card.")
+    auth_token_env: str | None = None
+    request_timeout_seconds: float = Field(30.0, gt=0)
+
+
+class A2ASkill(BaseModel):
+    """One skill a remote agent advertises on its card."""
+
+    id: str
+    name: str
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
+
+
+class A2AAgentCard(BaseModel):
+    """What Stalwart needs from a remote agent's card: how to describe it to a model and where to call it."""
+
+    name: str
+    description: str = ""
+    version: str = ""
+    skills: list[A2ASkill] = Field(default_factory=list)
+    card_url: str = Field(description="Where the card was found.")
+    endpoint: str = Field(description="The agent's JSON-RPC URL.")
+    protocol_version: str = Field(description="The A2A version spoken at `endpoint`, e.g. `1.0` or `0.3.0`.")
+
+    def summary(self) -> str:
+        """A plain-text description for a prompt or a tool description: who the agent is and what it can do."""
+        lines = [f"{self.name}: {self.description}".rstrip(": ")]
+        for skill in self.skills:
+            line = f"- {skill.name}"
+            if skill.description:
+                line += f": {skill.description}"
+            if skill.examples:
+                line += f" (e.g. {'; '.join(skill.examples[:2])})"
+            lines.append(line)
+        return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""Fixtures of the A2A tests: a live A2A server with one agent of each behaviour, and a worker running the activities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from a2a_agents import A2AServer, RemoteAgent
+from a2a_workflows import DelegateWorkflow, DescribeWorkflow
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities.a2a.activities import a2a_delegate, a2a_describe
+
+RESEARCH_SKILL = {
+    "id": "research",
+    "name": "Research",
+    "description": "Finds and summarises sources on a topic.",
+    "tags": ["search"],
+    "examples": ["Find papers on qubits"],
+}
+
+
+def agents() -> list[RemoteAgent]:
+    return [
+        RemoteAgent("echo", "reply", description="Repeats what it is told.", skills=[RESEARCH_SKILL]),
+        RemoteAgent("researcher", "work", polls=3),
+        RemoteAgent("broken", "fail"),
+        RemoteAgent("asker", "ask"),
+        RemoteAgent("busy", "busy"),
+        RemoteAgent("legacy", "work", version="0.3", polls=2, description="Speaks A2A 0.3."),
+        RemoteAgent("endless", "work", polls=10**9),
+        RemoteAgent("private", "reply", token="s3cret"),
+    ]
+
+
+@pytest.fixture
+def a2a_server() -> Iterator[A2AServer]:
+    server = A2AServer(agents()).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def a2a_worker(time_skipping_env: WorkflowEnvironment, task_queue: str):
+    """A worker with the A2A activities and the test workflows that schedule them."""
+    return Worker(
+        time_skipping_env.client,
+        task_queue=task_queue,
+        workflows=[DelegateWorkflow, DescribeWorkflow],
+        activities=[a2a_delegate, a2a_describe],
+    )
