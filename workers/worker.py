@@ -9,6 +9,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.a2a.activities import a2a_delegate, a2a_describe
 from activities.model_activity import model_turn
 from activities.tool_activities import ToolActivities
 from activities.tools import builtin
@@ -48,7 +49,7 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model_turn, tools.describe_tools, tools.run_tool],
+        activities=[model_turn, tools.describe_tools, tools.run_tool, a2a_describe, a2a_delegate],
         plugins=[*worker_options.pop("plugins", ()), tools.worker_plugin()],
         **worker_options,
     )
