@@ -1,0 +1,110 @@
+"""The workflows our loop is measured against: a bare activity loop, and a loop that carries the conversation.
+
+`BareStepsWorkflow` is the floor: the same number of activity round trips as
+an agent run, with nothing else. `CarriedConversationWorkflow` is how the
+published agent-SDK integrations use Temporal: every model activity takes the
+whole conversation as its input, so the history grows quadratically.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult
+
+TIMEOUT = timedelta(seconds=60)
+
+
+@activity.defn(name="bench_noop")
+async def noop() -> None:
+    """An activity that does nothing: what remains is Temporal's round trip."""
+
+
+@activity.defn(name="bench_querying_noop")
+async def querying_noop() -> None:
+    """Read from the workflow that scheduled it, as our model activity reads the conversation, and do nothing else."""
+    info = activity.info()
+    await activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id).query("step")
+
+
+@workflow.defn(name="BareSteps")
+class BareStepsWorkflow:
+    """An agent run's shape with nothing in it: one activity, then per turn a model and a tool activity, then a last model activity.
+
+    With `query`, the model activities query the workflow like ours does, which isolates what that query costs.
+    """
+
+    def __init__(self) -> None:
+        self._step = 0
+
+    @workflow.query
+    def step(self) -> int:
+        return self._step
+
+    @workflow.run
+    async def run(self, turns: int, query: bool) -> int:
+        model = querying_noop if query else noop
+        await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        for self._step in range(1, turns + 1):
+            await workflow.execute_activity(model, start_to_close_timeout=TIMEOUT)
+            await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(model, start_to_close_timeout=TIMEOUT)
+        return turns
+
+
+class CarriedModelRequest(BaseModel):
+    """A model call that carries the whole conversation, as the published integrations do."""
+
+    turns: int
+    result_bytes: int
+    messages: list[Message]
+
+
+class BlobRequest(BaseModel):
+    call: ToolCall
+
+
+def blob_text(size: int) -> str:
+    """`size` characters of filler, standing in for a typical tool result."""
+    filler = "The quick brown fox jumps over the lazy dog. "
+    return (filler * (size // len(filler) + 1))[:size]
+
+
+@activity.defn(name="bench_carried_model")
+async def carried_model(request: CarriedModelRequest) -> AssistantTurn:
+    """A scripted model: a `blob` call per turn until `turns` tool calls were made, then the answer."""
+    made = sum(1 for m in request.messages if m.role == "assistant")
+    if made >= request.turns:
+        return AssistantTurn(text=f"done after {made} tool calls")
+    return AssistantTurn(tool_calls=[ToolCall(id=f"call_{made + 1}", name="blob", arguments={"size": request.result_bytes})])
+
+
+@activity.defn(name="bench_blob")
+async def blob_activity(request: BlobRequest) -> ToolResult:
+    return ToolResult(call_id=request.call.id, name="blob", content=blob_text(request.call.arguments["size"]))
+
+
+@workflow.defn(name="CarriedConversation")
+class CarriedConversationWorkflow:
+    @workflow.run
+    async def run(self, request: CarriedModelRequest) -> str:
+        messages = list(request.messages)
+        while True:
+            turn = await workflow.execute_activity(
+                carried_model,
+                CarriedModelRequest(turns=request.turns, result_bytes=request.result_bytes, messages=messages),
+                start_to_close_timeout=TIMEOUT,
+            )
+            messages.append(Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
+            if not turn.tool_calls:
+                return turn.text
+            result = await workflow.execute_activity(blob_activity, BlobRequest(call=turn.tool_calls[0]), start_to_close_timeout=TIMEOUT)
+            messages.append(Message(role="tool", tool_results=[result]))
+
+
+WORKFLOWS = [BareStepsWorkflow, CarriedConversationWorkflow]
+ACTIVITIES = [noop, querying_noop, carried_model, blob_activity]

@@ -1,0 +1,72 @@
+"""A fresh dev server with our worker and the baseline worker, and the size of a run's history."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.api.history.v1 import History
+from temporalio.worker import Worker
+
+from bench import baselines, tools
+from client.api import StalwartClient
+from contracts.agent import AgentSpec
+from contracts.run import AgentResult
+from workers.dev_server import DevServer, free_port
+from workers.worker import build_worker, default_registry
+
+OUR_QUEUE = "bench-ours"
+BARE_QUEUE = "bench-bare"
+
+
+@dataclass
+class Run:
+    """One finished run: wall-clock seconds from start to result, and its history's size."""
+
+    seconds: float
+    events: int
+    history_bytes: int
+    activities: int
+    result: Any
+
+
+@asynccontextmanager
+async def bench_server() -> AsyncIterator[StalwartClient]:
+    """An in-memory, headless dev server on a free port, with both workers polling it."""
+    async with DevServer(port=free_port(), ui_port=None) as server:
+        stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+        registry = default_registry()
+        registry.register_module(tools)
+        ours = build_worker(stalwart.temporal, registry=registry, task_queue=OUR_QUEUE)
+        bare = Worker(stalwart.temporal, task_queue=BARE_QUEUE, workflows=baselines.WORKFLOWS, activities=baselines.ACTIVITIES)
+        async with ours, bare:
+            yield stalwart
+
+
+async def measure(stalwart: StalwartClient, workflow_id: str) -> tuple[int, int, int]:
+    """Events, protobuf bytes (what the server's history limits count) and scheduled activities of a run."""
+    history = await stalwart.temporal.get_workflow_handle(workflow_id).fetch_history()
+    activities = sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes"))
+    return len(history.events), History(events=history.events).ByteSize(), activities
+
+
+async def run_ours(stalwart: StalwartClient, agent: AgentSpec, goal: str) -> Run:
+    started = time.perf_counter()
+    handle = await stalwart.start(agent, goal)
+    result: AgentResult = await handle.result()
+    seconds = time.perf_counter() - started
+    if result.stop_reason != "done":
+        raise RuntimeError(f"the benchmark run stopped with {result.stop_reason}: {result.error}")
+    return Run(seconds, *await measure(stalwart, handle.run_id), result=result)
+
+
+async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
+    workflow_id = f"bare-{uuid.uuid4().hex[:12]}"
+    started = time.perf_counter()
+    result = await stalwart.temporal.execute_workflow(workflow, args=args, id=workflow_id, task_queue=BARE_QUEUE)
+    seconds = time.perf_counter() - started
+    return Run(seconds, *await measure(stalwart, workflow_id), result=result)

@@ -1,0 +1,16 @@
+"""The tool our loop calls in the history-growth benchmark: a fixed-size result, like a page of search results."""
+
+from __future__ import annotations
+
+from activities.tools.registry import tool
+from bench.baselines import blob_text
+
+
+@tool
+def blob(size: int) -> str:
+    """Return `size` characters of text.
+
+    Args:
+        size: How many characters to return.
+    """
+    return blob_text(size)
