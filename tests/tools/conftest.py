@@ -1,0 +1,25 @@
+"""Fixtures for the tool tests: the worker's tool activities, and a real MCP server over streamable HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from mcp_test_servers import http_demo_url
+
+from activities.tool_activities import ToolActivities
+from workers.worker import default_registry
+
+
+@pytest.fixture
+async def tool_activities() -> AsyncIterator[ToolActivities]:
+    """The tool activities of a worker with the built-in tools; its MCP servers are stopped after the test."""
+    activities = ToolActivities(default_registry())
+    yield activities
+    await activities.aclose()
+
+
+@pytest.fixture(scope="session")
+def http_mcp_url() -> Iterator[str]:
+    with http_demo_url() as url:
+        yield url

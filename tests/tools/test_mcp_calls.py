@@ -1,0 +1,65 @@
+"""run_tool calls MCP tools: results and errors reach the model, connections are reused and restarted."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from activity_calls import call, describe
+from mcp_test_servers import http_demo, stdio_demo
+
+from contracts.agent import AgentSpec
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_stdio_tool_result_is_returned_as_text(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    result = await call(tool_activities, tools["add"], {"a": 2, "b": 40})
+    assert (result.is_error, result.content) == (False, "42")
+
+
+async def test_http_tool_result_is_returned_as_text(tool_activities, http_mcp_url):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[http_demo(http_mcp_url)]))
+    result = await call(tool_activities, tools["lookup"], {"topic": "mcp"})
+    assert (result.is_error, result.content) == (False, "MCP carries tools over JSON-RPC.")
+
+
+async def test_is_error_result_reaches_the_model_as_a_tool_error(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    result = await call(tool_activities, tools["fail"], {"reason": "no quota"})
+    assert result.is_error
+    error = json.loads(result.content)["error"]
+    assert error.startswith("McpToolError: ") and error.endswith("refused: no quota")
+
+
+async def test_stdio_server_process_is_reused_across_calls(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    first = await call(tool_activities, tools["pid"])
+    second = await call(tool_activities, tools["pid"])
+    assert first.content == second.content
+
+
+async def test_crashed_stdio_server_is_restarted_on_the_next_call(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    before = await call(tool_activities, tools["pid"])
+    crashed = await call(tool_activities, tools["crash"])
+    after = await call(tool_activities, tools["pid"])
+    assert crashed.is_error
+    assert "closed the connection while running 'crash'" in json.loads(crashed.content)["error"]
+    assert not after.is_error
+    assert after.content != before.content
+
+
+async def test_closing_the_tool_activities_stops_stdio_servers(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    pid = int((await call(tool_activities, tools["pid"])).content)
+    assert _pid_alive(pid)
+    await tool_activities.aclose()
+    assert not _pid_alive(pid)
