@@ -12,18 +12,25 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.run import AgentResult, RunInput
-    from contracts.tools import ToolSpec
     from workflows import AgentWorkflow
 
 
 @workflow.defn(name="AgentWorkflow")
 class MemoryFirstAgentWorkflow(AgentWorkflow):
-    """The loop changed without `workflow.patched`: it calls a new activity before describing its tools."""
+    """The loop changed without `workflow.patched`: it calls a new activity before anything else."""
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
+        await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
         return await super().run(input)
 
-    async def _describe_tools(self) -> list[ToolSpec]:
-        await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
-        return await super()._describe_tools()
+
+@workflow.defn(name="AgentWorkflow")
+class PatchedMemoryFirstAgentWorkflow(AgentWorkflow):
+    """The same change made the supported way: behind `workflow.patched`, so runs recorded before it replay unchanged."""
+
+    @workflow.run
+    async def run(self, input: RunInput) -> AgentResult:
+        if workflow.patched("load-agent-memory"):
+            await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
+        return await super().run(input)

@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from changed_workflows import MemoryFirstAgentWorkflow
+from changed_workflows import MemoryFirstAgentWorkflow, PatchedMemoryFirstAgentWorkflow
 from contracts.converter import DATA_CONVERTER
 from workflows import AgentWorkflow
 
@@ -31,7 +31,12 @@ async def test_recorded_run_replays_on_the_current_workflow_code():
     await Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER).replay_workflow(_recorded_run())
 
 
-async def test_replay_fails_with_nondeterminism_when_the_workflow_schedules_a_different_activity():
+async def test_replay_fails_with_nondeterminism_when_the_workflow_schedules_a_new_activity_first():
     replayer = Replayer(workflows=[MemoryFirstAgentWorkflow], data_converter=DATA_CONVERTER)
-    with pytest.raises(workflow.NondeterminismError, match="load_agent_memory"):
+    with pytest.raises(workflow.NondeterminismError, match="TMPRL1100"):
         await replayer.replay_workflow(_recorded_run())
+
+
+async def test_the_same_change_behind_workflow_patched_replays_the_recorded_run():
+    replayer = Replayer(workflows=[PatchedMemoryFirstAgentWorkflow], data_converter=DATA_CONVERTER)
+    await replayer.replay_workflow(_recorded_run())
