@@ -10,13 +10,15 @@ delegation loop does not care which version the agent speaks.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from activities.a2a.errors import A2AProtocolError
 
 TaskState = Literal[
-    "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected", "auth-required", "unknown"
+    "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected", "auth-required"
 ]
 END_STATES: frozenset[str] = frozenset({"input-required", "completed", "canceled", "failed", "rejected", "auth-required"})
 """States after which polling stops: the task is over, or it waits for us."""
@@ -37,23 +39,29 @@ class Reply:
         return self.state in END_STATES
 
 
-class Dialect:
+PartText = Callable[[dict[str, Any]], str]
+
+
+class Dialect(ABC):
     """One protocol version's JSON-RPC methods and shapes."""
 
     version: str
     send_method: str
     get_method: str
     cancel_method: str
-    headers: dict[str, str] = {}
+    headers: Mapping[str, str] = {}
 
+    @abstractmethod
     def send_params(self, text: str, message_id: str, context_id: str | None, task_id: str | None) -> dict[str, Any]:
-        raise NotImplementedError
+        """The params of the send method: one user message with one text part."""
 
+    @abstractmethod
     def send_result(self, result: Any) -> Reply:
-        raise NotImplementedError
+        """Read the send method's result, a Task or a Message."""
 
+    @abstractmethod
     def task(self, result: Any) -> Reply:
-        raise NotImplementedError
+        """Read a Task."""
 
     def task_params(self, task_id: str) -> dict[str, Any]:
         return {"id": task_id}
@@ -82,7 +90,7 @@ class V1(Dialect):
         raise A2AProtocolError(f"SendMessage result has neither `task` nor `message` (keys: {sorted(body)})")
 
     def task(self, result: Any) -> Reply:
-        return _task_reply(result, lambda s: s.removeprefix("TASK_STATE_").lower().replace("_", "-"), _v1_part_text)
+        return _task_reply(result, _v1_part_text)
 
 
 class V03(Dialect):
@@ -113,7 +121,7 @@ class V03(Dialect):
         raise A2AProtocolError(f"message/send result has kind {kind!r}; expected `task` or `message`")
 
     def task(self, result: Any) -> Reply:
-        return _task_reply(result, str.lower, _v03_part_text)
+        return _task_reply(result, _v03_part_text)
 
 
 def dialect_for(protocol_version: str) -> Dialect:
@@ -142,14 +150,20 @@ def _object(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def _task_reply(result: Any, state_of: Any, part_text: Any) -> Reply:
+def _state(wire_state: str) -> str:
+    """`TASK_STATE_INPUT_REQUIRED` (1.0) and `input-required` (0.3) are the same state."""
+    return wire_state.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def _task_reply(result: Any, part_text: PartText) -> Reply:
     task = _object(result, "task")
     status = task.get("status")
     if not isinstance(task.get("id"), str) or not isinstance(status, dict) or not isinstance(status.get("state"), str):
         raise A2AProtocolError(f"task lacks `id` or `status.state` (got keys {sorted(task)})")
-    state = state_of(status["state"])
+    state = _state(status["state"])
     if state not in _KNOWN_STATES:
         raise A2AProtocolError(f"task {task['id']} is in unknown state {status['state']!r}")
+    state = cast(TaskState, state)
     artifacts = "\n".join(
         _parts_text(artifact.get("parts"), part_text) for artifact in task.get("artifacts") or [] if isinstance(artifact, dict)
     ).strip()
@@ -159,7 +173,7 @@ def _task_reply(result: Any, state_of: Any, part_text: Any) -> Reply:
     return Reply(state=state, text=text, task_id=task["id"], context_id=task.get("contextId"))
 
 
-def _message_reply(message: dict[str, Any], part_text: Any) -> Reply:
+def _message_reply(message: dict[str, Any], part_text: PartText) -> Reply:
     return Reply(
         state="completed",
         text=_parts_text(message.get("parts"), part_text),
@@ -168,7 +182,7 @@ def _message_reply(message: dict[str, Any], part_text: Any) -> Reply:
     )
 
 
-def _parts_text(parts: Any, part_text: Any) -> str:
+def _parts_text(parts: Any, part_text: PartText) -> str:
     if not isinstance(parts, list):
         return ""
     return "\n".join(t for t in (part_text(p) for p in parts if isinstance(p, dict)) if t).strip()
@@ -179,10 +193,8 @@ def _v1_part_text(part: dict[str, Any]) -> str:
         return str(part["text"])
     if "data" in part:
         return json.dumps(part["data"], ensure_ascii=False)
-    if "url" in part:
-        return f"[file {part.get('filename') or ''} {part['url']}]".replace("  ", " ")
-    if "raw" in part:
-        return f"[file {part.get('filename') or 'inline'} ({part.get('mediaType') or 'bytes'}), not shown]"
+    if "url" in part or "raw" in part:
+        return _file_note(part.get("filename"), part.get("url"), part.get("mediaType"))
     return ""
 
 
@@ -194,7 +206,13 @@ def _v03_part_text(part: dict[str, Any]) -> str:
         return json.dumps(part.get("data"), ensure_ascii=False)
     if kind == "file":
         file = part.get("file") or {}
-        if "uri" in file:
-            return f"[file {file.get('name') or ''} {file['uri']}]".replace("  ", " ")
-        return f"[file {file.get('name') or 'inline'} ({file.get('mimeType') or 'bytes'}), not shown]"
+        return _file_note(file.get("name"), file.get("uri"), file.get("mimeType"))
     return ""
+
+
+def _file_note(name: str | None, url: str | None, media_type: str | None) -> str:
+    """A file part as a line the model can read: where to fetch it, or that inline bytes were left out."""
+    label = f"file {name}" if name else "file"
+    if url:
+        return f"[{label} at {url}]"
+    return f"[{label} ({media_type or 'bytes'}) sent inline, not shown]"

@@ -1,4 +1,4 @@
-"""Remote agents for the tests: a real A2A server over HTTP (Starlette + uvicorn in a thread).
+"""Remote agents for the tests: a real A2A server over HTTP (a Starlette app, served by `a2a_http.serving`).
 
 It speaks the protocol as a2a-sdk 1.x does on the wire: the agent card at
 `/.well-known/agent-card.json` (or only the legacy `/.well-known/agent.json`
@@ -11,15 +11,12 @@ so a client mistake fails the test instead of passing silently.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import uvicorn
+from a2a_http import free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,6 +35,7 @@ class RemoteAgent:
     ask:   returns a Task in input-required; the answer (same taskId) completes it.
     busy:  answers the first `busy_for` JSON-RPC calls with HTTP 429 + Retry-After, then replies.
 
+    With `hiccup`, the first GetTask of each task gets HTTP 503, as from a restarting server.
     With `token`, JSON-RPC calls without `Authorization: Bearer <token>` get HTTP 401 (the card stays public).
     """
 
@@ -49,6 +47,7 @@ class RemoteAgent:
     retry_after: str = "7"
     description: str = "A test agent."
     token: str | None = None
+    hiccup: bool = False
     skills: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -74,33 +73,17 @@ class A2AServer:
         """(agent, JSON-RPC method) -> number of calls."""
         self.message_ids: list[str] = []
         self.canceled: list[str] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
 
     def url(self, agent: str) -> str:
         return f"http://127.0.0.1:{self.port}/{agent}"
 
-    def start(self) -> A2AServer:
-        app = Starlette(
+    def app(self) -> Starlette:
+        return Starlette(
             routes=[
                 Route("/{agent}/.well-known/{card}", self._card, methods=["GET"]),
                 Route("/{agent}/rpc", self._rpc, methods=["POST"]),
             ]
         )
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError(f"the test A2A server could not start on port {self.port}")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join()
 
     # -- HTTP ----------------------------------------------------------------
 
@@ -156,6 +139,8 @@ class A2AServer:
             result = getattr(self, methods[method])(agent, params)
         except _RpcError as err:
             return _error(rpc_id, err.code, str(err))
+        except _HttpError as err:
+            return JSONResponse({"detail": str(err)}, status_code=err.status)
         return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
     # -- methods -------------------------------------------------------------
@@ -182,6 +167,8 @@ class A2AServer:
     def _get(self, agent: RemoteAgent, params: dict[str, Any]) -> dict[str, Any]:
         task = self._find(params)
         task.polls += 1
+        if agent.hiccup and task.polls == 1:
+            raise _HttpError(503, "restarting")
         if task.state == "working":
             if agent.behaviour == "fail":
                 task.state = "failed"
@@ -218,6 +205,12 @@ class A2AServer:
 
 _V1_METHODS = {"SendMessage": "_send", "GetTask": "_get", "CancelTask": "_cancel"}
 _V03_METHODS = {"message/send": "_send", "tasks/get": "_get", "tasks/cancel": "_cancel"}
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _RpcError(Exception):
@@ -274,9 +267,3 @@ def _wrap(agent: RemoteAgent, kind: str, body: dict[str, Any], *, bare: bool = F
 
 def _error(rpc_id: Any, code: int, message: str) -> JSONResponse:
     return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}})
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from a2a_agents import A2AServer, RemoteAgent
+from a2a_http import serving
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -30,15 +31,16 @@ def agents() -> list[RemoteAgent]:
         RemoteAgent("busy", "busy"),
         RemoteAgent("legacy", "work", version="0.3", polls=2, description="Speaks A2A 0.3."),
         RemoteAgent("endless", "work", polls=10**9),
+        RemoteAgent("hiccup", "work", polls=3, hiccup=True),
         RemoteAgent("private", "reply", token="s3cret"),
     ]
 
 
 @pytest.fixture
-def a2a_server() -> Iterator[A2AServer]:
-    server = A2AServer(agents()).start()
-    yield server
-    server.stop()
+async def a2a_server() -> AsyncIterator[A2AServer]:
+    server = A2AServer(agents())
+    async with serving(server.app(), server.port):
+        yield server
 
 
 @pytest.fixture

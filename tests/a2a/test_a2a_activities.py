@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
-from a2a_agents import A2AServer, free_port
+from a2a_agents import A2AServer
+from a2a_http import free_port, serving
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from conftest import agents
 from temporalio.client import WorkflowFailureError
@@ -76,13 +78,18 @@ async def test_delegate_is_retried_while_the_agent_is_down(time_skipping_env, ta
             DelegateWorkflow.run, delegate(server.url("echo"), "are you up?"), id=f"down-{uuid.uuid4().hex[:8]}", task_queue=task_queue
         )
         first_failure = await _first_activity_failure(handle)
-        server.start()
-        try:
+        async with serving(server.app(), port):
             result = await handle.result()
-        finally:
-            server.stop()
     assert "A2A agent card: cannot reach" in first_failure and "ConnectError" in first_failure
     assert result.text == "echo: are you up?"
+
+
+async def test_a_retry_after_a_failed_poll_follows_the_same_remote_task(time_skipping_env, task_queue, a2a_server, a2a_worker):
+    async with a2a_worker:
+        result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("hiccup"), "qubits"))
+    assert (result.text, result.task_id) == ("report on qubits", next(iter(a2a_server.tasks)))
+    assert a2a_server.calls[("hiccup", "SendMessage")] == 1
+    assert a2a_server.calls[("hiccup", "GetTask")] == 3
 
 
 async def test_delegate_speaks_a2a_0_3_to_an_agent_with_a_legacy_card(time_skipping_env, task_queue, a2a_server, a2a_worker):
@@ -95,8 +102,6 @@ async def test_delegate_speaks_a2a_0_3_to_an_agent_with_a_legacy_card(time_skipp
 
 async def _first_activity_failure(handle) -> str:
     """The message of the activity's first failed attempt, read from the pending activity."""
-    import asyncio
-
     while True:
         description = await handle.describe()
         pending = description.raw_description.pending_activities
