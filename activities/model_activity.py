@@ -1,4 +1,8 @@
-"""The activity that asks the model for the next assistant turn."""
+"""The activity that asks the model for the next assistant turn.
+
+The answer streams out as heartbeat details (`activities/streaming.py`);
+the turn's usage is priced here, on the worker, from the price table.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import providers
+from activities import pricing, protocols, providers
 from activities.providers.base import ModelError
+from activities.providers.buffered import as_streaming
+from activities.streaming import AnswerPublisher, keepalive
 from contracts.activities import ModelContext, ModelRequest
 from contracts.messages import AssistantTurn
 
@@ -19,9 +25,14 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
     info = activity.info()
     handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
     context = await handle.query("model_context", request, result_type=ModelContext)
+    context = context.model_copy(update={"agent": providers.effective(context.agent)})
+    publisher = AnswerPublisher(request.step, info.attempt, activity.heartbeat)
     try:
-        provider = providers.resolve(context.agent)
-        return await provider.complete(context)
+        provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)
+        async with keepalive(publisher):
+            turn: AssistantTurn = await provider.complete(context, publisher)  # type: ignore[attr-defined]
+        publisher.flush()
+        return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
     except ModelError as err:
         raise ApplicationError(
             str(err),

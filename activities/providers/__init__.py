@@ -1,38 +1,84 @@
-"""Model providers, chosen by the prefix of the agent's `model` string."""
+"""Model providers, chosen by the prefix of the agent's `model` string.
+
+| model string                      | API                                   | key from            |
+|-----------------------------------|---------------------------------------|---------------------|
+| `scripted`                        | canned replies                        | -                   |
+| `openai:gpt-4.1-mini`             | OpenAI Chat Completions               | OPENAI_API_KEY      |
+| `openai-responses:gpt-4.1-mini`   | OpenAI Responses                      | OPENAI_API_KEY      |
+| `anthropic:claude-sonnet-4-5`     | Anthropic Messages                    | ANTHROPIC_API_KEY   |
+| `openai-compatible:llama3.1`      | Chat Completions at the agent's `base_url` (vLLM, llama.cpp, LM Studio) | `api_key_env` if set |
+| `ollama:llama3.1`                 | Chat Completions at `base_url`, default http://localhost:11434/v1 | `api_key_env` if set |
+| `auto`                            | the first of OpenAI, Anthropic whose key is set, else scripted (`choose_model`) | |
+
+`api_key_env` names another variable of the worker's environment for any of them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from activities.providers.anthropic import AnthropicProvider
+from activities.providers.calling import Endpoint
 from activities.providers.base import ModelConfigError, ModelError, ModelProvider, ModelRequestError, ModelUnavailableError
+from activities.providers.choice import AUTO, ModelChoice, choose_model
+from activities.providers.openai_chat import OpenAIChatProvider
+from activities.providers.openai_responses import OpenAIResponsesProvider
 from activities.providers.scripted import ScriptedProvider
 from contracts.agent import AgentSpec
 
 ProviderFactory = Callable[[AgentSpec], ModelProvider]
+OLLAMA_BASE_URL = "http://localhost:11434/v1"
+
+
+def _compatible(agent: AgentSpec) -> ModelProvider:
+    if not agent.base_url:
+        raise ModelConfigError(
+            f"agent {agent.name!r} uses {agent.model!r} but sets no `base_url`; an OpenAI-compatible server needs "
+            f"one, e.g. base_url = \"http://localhost:8000/v1\" for vLLM."
+        )
+    return OpenAIChatProvider(Endpoint("openai-compatible", None), legacy_max_tokens=True)  # type: ignore[return-value]
+
 
 PROVIDERS: dict[str, ProviderFactory] = {
     "scripted": lambda agent: ScriptedProvider(),
+    "openai": lambda agent: OpenAIChatProvider(Endpoint("openai", "OPENAI_API_KEY")),  # type: ignore[dict-item]
+    "openai-responses": lambda agent: OpenAIResponsesProvider(),  # type: ignore[dict-item]
+    "anthropic": lambda agent: AnthropicProvider(),  # type: ignore[dict-item]
+    "openai-compatible": _compatible,
+    "ollama": lambda agent: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), legacy_max_tokens=True),  # type: ignore[dict-item]
 }
+
+
+def effective(agent: AgentSpec) -> AgentSpec:
+    """The agent with `auto` replaced by the model this worker's keys allow."""
+    if agent.model != AUTO:
+        return agent
+    return agent.model_copy(update={"model": choose_model(agent).model})
 
 
 def resolve(agent: AgentSpec) -> ModelProvider:
     """The provider for an agent's model string, e.g. `scripted` or `openai:gpt-4.1-mini`."""
-    prefix = agent.model.split(":", 1)[0]
+    prefix, _, name = agent.model.partition(":")
     factory = PROVIDERS.get(prefix)
     if factory is None:
         raise ModelConfigError(
             f"agent {agent.name!r} names model {agent.model!r}, whose provider {prefix!r} is unknown; "
             f"use one of: {', '.join(sorted(PROVIDERS))} (as `provider:model-name`)."
         )
+    if prefix != "scripted" and not name:
+        raise ModelConfigError(f"agent {agent.name!r} names provider {prefix!r} but no model; write `{prefix}:model-name`.")
     return factory(agent)
 
 
 __all__ = [
     "PROVIDERS",
+    "ModelChoice",
     "ModelConfigError",
     "ModelError",
     "ModelProvider",
     "ModelRequestError",
     "ModelUnavailableError",
+    "choose_model",
+    "effective",
     "resolve",
 ]

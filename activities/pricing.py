@@ -1,0 +1,108 @@
+"""What model calls cost: a per-model price table that users extend.
+
+Prices are US dollars per million tokens, as providers publish them. A worker
+adds or overrides entries with a JSON file named by `STALWART_PRICES`
+(`{"openai:my-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}`)
+or with `register_price` in code. Models served by yourself
+(`openai-compatible:`, `ollama:`) cost nothing unless you price them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from activities.providers.base import ModelConfigError
+from contracts.agent import AgentSpec
+from contracts.messages import Usage
+
+PRICES_ENV = "STALWART_PRICES"
+SELF_HOSTED = ("openai-compatible", "ollama", "scripted")
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens. `cached_input` defaults to the input price."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        dollars = (usage.input_tokens - cached) * self.input + cached * cached_rate + usage.output_tokens * self.output
+        return round(dollars / 1_000_000, 10)
+
+
+PRICES: dict[str, Price] = {
+    "openai:gpt-5": Price(1.25, 10.0, 0.125),
+    "openai:gpt-5-mini": Price(0.25, 2.0, 0.025),
+    "openai:gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "openai:gpt-4.1": Price(2.0, 8.0, 0.5),
+    "openai:gpt-4.1-mini": Price(0.40, 1.60, 0.10),
+    "openai:gpt-4.1-nano": Price(0.10, 0.40, 0.025),
+    "openai:gpt-4o": Price(2.50, 10.0, 1.25),
+    "openai:gpt-4o-mini": Price(0.15, 0.60, 0.075),
+    "openai:o3": Price(2.0, 8.0, 0.5),
+    "openai:o4-mini": Price(1.10, 4.40, 0.275),
+    "anthropic:claude-opus-4-5": Price(5.0, 25.0, 0.50),
+    "anthropic:claude-opus-4-1": Price(15.0, 75.0, 1.50),
+    "anthropic:claude-sonnet-4-5": Price(3.0, 15.0, 0.30),
+    "anthropic:claude-sonnet-4": Price(3.0, 15.0, 0.30),
+    "anthropic:claude-haiku-4-5": Price(1.0, 5.0, 0.10),
+    "anthropic:claude-3-5-haiku": Price(0.80, 4.0, 0.08),
+}
+"""Entries are keyed `provider:model`; `openai-responses:` models use the `openai:` prices."""
+
+_ALIASES = {"openai-responses": "openai"}
+
+
+def register_price(model: str, price: Price) -> None:
+    """Add or replace the price of a model (`provider:model`)."""
+    PRICES[model] = price
+
+
+def load_prices(path: str | Path) -> None:
+    """Add the prices of a JSON file: `{"provider:model": {"input": ..., "output": ..., "cached_input": ...}}`."""
+    try:
+        table = json.loads(Path(path).read_text())
+        for model, fields in table.items():
+            register_price(model, Price(**fields))
+    except (OSError, ValueError, TypeError) as err:
+        raise ModelConfigError(
+            f"cannot read the price table {path} ({err}). It must be JSON like "
+            f'{{"openai:my-model": {{"input": 1.0, "output": 2.0}}}} (dollars per million tokens).'
+        ) from err
+
+
+def price_of(model: str) -> Price | None:
+    """The price of `provider:model`; a dated or suffixed name (`claude-haiku-4-5-20251001`) uses its base entry."""
+    env_file = os.environ.get(PRICES_ENV)
+    if env_file:
+        load_prices(env_file)
+    provider, _, name = model.partition(":")
+    key = f"{_ALIASES.get(provider, provider)}:{name}" if name else provider
+    if key in PRICES:
+        return PRICES[key]
+    matches = [k for k in PRICES if key.startswith(k + "-")]
+    if matches:
+        return PRICES[max(matches, key=len)]
+    if provider in SELF_HOSTED:
+        return Price(0.0, 0.0)
+    return None
+
+
+def priced(agent: AgentSpec, usage: Usage) -> Usage:
+    """`usage` with its cost; an agent with a cost budget on an unpriced model is a config error."""
+    price = price_of(agent.model)
+    if price is None:
+        if agent.budgets.max_cost_usd is not None:
+            raise ModelConfigError(
+                f"agent {agent.name!r} has budgets.max_cost_usd but Stalwart knows no price for {agent.model!r}. "
+                f"Add it to a JSON price table named by {PRICES_ENV} on the worker, or remove the cost budget."
+            )
+        return usage
+    return usage.model_copy(update={"cost_usd": price.cost(usage)})

@@ -1,0 +1,18 @@
+"""How tool calls travel: natively in the provider's wire format, or as text (`json`, `fenced`)."""
+
+from __future__ import annotations
+
+from activities.protocols.text_protocol import TextProtocol, fenced_protocol, json_protocol
+from contracts.agent import ActionFormat
+
+
+def wrap(provider: object, action_format: ActionFormat) -> object:
+    """The provider speaking the agent's action format; `native` leaves it as it is."""
+    if action_format == "json":
+        return json_protocol(provider)
+    if action_format == "fenced":
+        return fenced_protocol(provider)
+    return provider
+
+
+__all__ = ["TextProtocol", "wrap"]

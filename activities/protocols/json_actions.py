@@ -1,0 +1,75 @@
+"""The KAOS two-phase JSON action protocol (seed 000): `{"tool": ...}` to act, `{}` when done.
+
+Parsing follows the seed: the whole reply as JSON, else the first balanced
+`{...}` in the text that parses; nothing found means "no action". A reply
+that plainly tries to call a tool but is not valid JSON is answered with a
+note to the model instead of being taken for "no action".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from activities.protocols.prompts import JSON_TOOLS_INSTRUCTIONS, NO_ACTION_INSTRUCTIONS
+from activities.protocols.reading import Reading, tool_call
+
+REMINDER = f"{JSON_TOOLS_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
+
+
+def parse_action(content: str) -> dict[str, Any] | None:
+    """The action object of a reply: the reply itself as JSON, else its first balanced `{...}` that parses."""
+    content = content.strip()
+    try:
+        parsed = json.loads(content)
+        if isinstance(parsed, dict):
+            return parsed
+    except json.JSONDecodeError:
+        pass
+    for candidate in balanced_objects(content):
+        try:
+            parsed = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(parsed, dict):
+            return parsed
+    return None
+
+
+def balanced_objects(text: str) -> list[str]:
+    """Every top-level `{...}` span with balanced braces, strings respected, in order."""
+    spans: list[str] = []
+    depth, start, in_string, escaped = 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"' and depth > 0:
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : i + 1])
+    return spans
+
+
+def read(content: str, step: int) -> Reading:
+    """What a phase-1 reply asks for: a tool call, the final answer (`{}` or no action), or a correction."""
+    action = parse_action(content)
+    if action is None:
+        if '"tool"' in content:
+            return Reading(feedback=f"Your reply looks like a tool call but is not valid JSON. {REMINDER}")
+        return Reading(wants_final_answer=True)
+    if "tool" in action:
+        return tool_call(action, step, 1, REMINDER)
+    if "agent" in action:
+        return Reading(feedback=f"This agent cannot delegate to other agents. {REMINDER}")
+    return Reading(wants_final_answer=True)

@@ -1,0 +1,146 @@
+"""Tool use for models without native tool calling: the tools live in the prompt, actions in the text.
+
+The wrapped provider sees no tools: it gets the seed's system prompt, tool
+results as user text (`Tool result: ...`, `Tool execution failed: ...`), and
+its own earlier replies as plain text. Its reply is read back into tool
+calls, a request for the final answer, or a note about a malformed action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from activities.protocols import fenced, json_actions
+from activities.protocols.prompts import fenced_system_prompt, json_system_prompt
+from activities.protocols.reading import Reading
+from activities.streaming import TurnObserver
+from contracts.activities import ModelContext
+from contracts.messages import AssistantTurn, Message, ToolResult
+from contracts.tools import ToolSpec
+
+
+class TextProtocol:
+    """A streaming provider that speaks a text action protocol to the model it wraps."""
+
+    streaming = True
+
+    def __init__(
+        self,
+        inner: object,
+        prompt: Callable[[str, list[ToolSpec]], str],
+        reader: Callable[[str, int], Reading],
+        gate: Callable[[TurnObserver], "Gate"],
+    ) -> None:
+        self.inner = inner
+        self._prompt = prompt
+        self._reader = reader
+        self._gate = gate
+
+    async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
+        acting = context.tools_enabled and bool(context.tools)
+        gate = self._gate(observer) if acting else Passthrough(observer)
+        turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt), gate)  # type: ignore[attr-defined]
+        if not acting:
+            gate.finish(called_tools=False)
+            return turn
+        reading = self._reader(turn.text, context.step)
+        gate.finish(called_tools=bool(reading.tool_calls) or reading.feedback is not None or reading.wants_final_answer)
+        return turn.model_copy(
+            update={"tool_calls": reading.tool_calls, "wants_final_answer": reading.wants_final_answer, "feedback": reading.feedback}
+        )
+
+
+def as_text(context: ModelContext, prompt: Callable[[str, list[ToolSpec]], str]) -> ModelContext:
+    """The context as a text-only conversation, with the tools described in the system prompt."""
+    agent = context.agent.model_copy(update={"instructions": prompt(context.agent.instructions, context.tools)})
+    messages = [_as_text(m) for m in context.messages]
+    return context.model_copy(update={"agent": agent, "tools": [], "tools_enabled": False, "messages": messages})
+
+
+def _as_text(message: Message) -> Message:
+    if message.role == "tool":
+        return Message(role="user", content=results_text(message.tool_results))
+    if message.role == "assistant":
+        return Message(role="assistant", content=message.content)
+    return message
+
+
+def results_text(results: list[ToolResult]) -> str:
+    """Tool results as the seed feeds them back; several results are told apart by tool name."""
+
+    def line(r: ToolResult) -> str:
+        label = "Tool execution failed" if r.is_error else "Tool result"
+        return f"{label} ({r.name}): {r.content}" if len(results) > 1 else f"{label}: {r.content}"
+
+    return "\n\n".join(line(r) for r in results)
+
+
+class Gate:
+    """Decides which of a reply's text reaches the client while the reply is still being generated."""
+
+    def __init__(self, observer: TurnObserver) -> None:
+        self.observer = observer
+
+    def chunk(self) -> None:
+        self.observer.chunk()
+
+    def tool_call(self) -> None:
+        self.observer.tool_call()
+
+    def text(self, delta: str) -> None:
+        raise NotImplementedError
+
+    def finish(self, *, called_tools: bool) -> None:
+        raise NotImplementedError
+
+
+class Passthrough(Gate):
+    """Final-answer calls (tools off): every token is the answer."""
+
+    def text(self, delta: str) -> None:
+        self.observer.text(delta)
+
+    def finish(self, *, called_tools: bool) -> None:
+        pass
+
+
+class Muted(Gate):
+    """JSON phase 1: replies are actions, and the answer comes in phase 2; nothing is shown."""
+
+    def text(self, delta: str) -> None:
+        pass
+
+    def finish(self, *, called_tools: bool) -> None:
+        pass
+
+
+class BeforeFence(Gate):
+    """Fenced replies: text before the first ``` is shown at once; the rest once the reply proves to call no tool."""
+
+    def __init__(self, observer: TurnObserver) -> None:
+        super().__init__(observer)
+        self._text = ""
+        self._shown = 0
+
+    def text(self, delta: str) -> None:
+        self._text += delta
+        self._show(fenced.shown_part(self._text))
+
+    def finish(self, *, called_tools: bool) -> None:
+        if called_tools:
+            self.observer.tool_call()
+        else:
+            self._show(self._text)
+
+    def _show(self, visible: str) -> None:
+        if len(visible) > self._shown:
+            self.observer.text(visible[self._shown :])
+            self._shown = len(visible)
+
+
+def json_protocol(inner: object) -> TextProtocol:
+    return TextProtocol(inner, json_system_prompt, json_actions.read, Muted)
+
+
+def fenced_protocol(inner: object) -> TextProtocol:
+    return TextProtocol(inner, fenced_system_prompt, fenced.read, BeforeFence)

@@ -1,0 +1,154 @@
+"""Anthropic Messages.
+
+Wire format (Prompty §9.4): the assistant's content blocks (text, tool_use,
+thinking with its signature) are kept whole and sent back verbatim; all
+`tool_result` blocks of a turn go back in one user message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from activities.providers import errors, tool_arguments
+from activities.providers.calling import CONNECT_SECONDS, Endpoint, stall_seconds, streamed_call
+from activities.streaming import TurnObserver
+from contracts.activities import ModelContext
+from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+
+RAW_KEY = "anthropic"
+DEFAULT_MAX_TOKENS = 8192
+"""Anthropic requires max_tokens; used when the agent sets no `max_output_tokens`."""
+
+
+class AnthropicProvider:
+    """Streams one message and folds its events into an AssistantTurn."""
+
+    streaming = True
+
+    def __init__(self, endpoint: Endpoint = Endpoint("anthropic", "ANTHROPIC_API_KEY")) -> None:
+        self.endpoint = endpoint
+
+    async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
+        agent = context.agent
+        model, key, target = self.endpoint.prepare(agent)
+        timeout = anthropic.Timeout(stall_seconds(agent.extra), connect=CONNECT_SECONDS)
+        client = anthropic.AsyncAnthropic(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
+        request = self.request(context, model)
+        return await streamed_call(
+            client, agent, target, key, lambda: client.messages.create(**request), lambda events: _fold(events, observer, model, target)
+        )
+
+    def request(self, context: ModelContext, model: str) -> dict[str, Any]:
+        """The keyword arguments of `messages.create`."""
+        agent = context.agent
+        request: dict[str, Any] = {
+            "model": model,
+            "system": agent.instructions,
+            "messages": anthropic_messages(context),
+            "max_tokens": agent.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "stream": True,
+        }
+        if agent.temperature is not None:
+            request["temperature"] = min(agent.temperature, 1.0)
+        if context.tools:
+            request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in context.tools]
+            request["tool_choice"] = {"type": "auto" if context.tools_enabled else "none"}
+        return request
+
+
+def anthropic_messages(context: ModelContext) -> list[dict[str, Any]]:
+    """The conversation as Messages: consecutive messages of one role merge, as the API requires alternation."""
+    out: list[dict[str, Any]] = []
+    for message in context.messages:
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] = [*out[-1]["content"], *blocks]
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        return "user", [
+            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}
+            for r in message.tool_results
+        ]
+    if message.role == "assistant":
+        raw = message.provider_raw
+        if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), list):
+            return "assistant", list(raw[RAW_KEY])
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+        blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
+        return "assistant", blocks
+    return "user", [{"type": "text", "text": message.content}] if message.content else []
+
+
+async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.Target) -> AssistantTurn:
+    blocks: dict[int, dict[str, Any]] = {}
+    json_parts: dict[int, list[str]] = {}
+    usage = Usage()
+    calling = False
+    async for event in events:
+        observer.chunk()
+        kind = event.type
+        if kind == "message_start":
+            usage = _usage(event.message.usage, usage)
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump(mode="json", exclude_none=True)
+            if block["type"] == "tool_use":
+                calling = True
+                observer.tool_call()
+                block["input"] = {}
+                json_parts[event.index] = []
+            blocks[event.index] = block
+        elif kind == "content_block_delta":
+            _apply(blocks[event.index], json_parts, event.index, event.delta, observer, calling)
+        elif kind == "message_delta":
+            usage = _usage(event.usage, usage)
+        elif kind == "message_stop":
+            return _turn([blocks[i] for i in sorted(blocks)], json_parts, sorted(blocks), usage, model)
+    raise errors.incomplete(target)
+
+
+def _apply(block: dict[str, Any], json_parts: dict[int, list[str]], index: int, delta: Any, observer: TurnObserver, calling: bool) -> None:
+    if delta.type == "text_delta":
+        block["text"] = block.get("text", "") + delta.text
+        if not calling:
+            observer.text(delta.text)
+    elif delta.type == "input_json_delta":
+        json_parts[index].append(delta.partial_json)
+    elif delta.type == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+    elif delta.type == "signature_delta":
+        block["signature"] = block.get("signature", "") + delta.signature
+
+
+def _turn(blocks: list[dict[str, Any]], json_parts: dict[int, list[str]], order: list[int], usage: Usage, model: str) -> AssistantTurn:
+    calls: list[ToolCall] = []
+    for index, block in zip(order, blocks):
+        if block["type"] == "tool_use":
+            arguments, problem = tool_arguments.parse("".join(json_parts.get(index, [])))
+            block["input"] = arguments
+            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments, arguments_error=problem))
+    text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
+    return AssistantTurn(text=text, tool_calls=calls, usage=usage, model=model, provider_raw={RAW_KEY: blocks})
+
+
+def _usage(reported: Any, known: Usage) -> Usage:
+    """Anthropic reports uncached input apart from cache reads and writes; Stalwart counts all input, cached included."""
+    if reported is None:
+        return known
+    cached = getattr(reported, "cache_read_input_tokens", None)
+    written = getattr(reported, "cache_creation_input_tokens", None)
+    plain = getattr(reported, "input_tokens", None)
+    input_tokens = known.input_tokens if plain is None else plain + (cached or 0) + (written or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=getattr(reported, "output_tokens", None) or known.output_tokens,
+        cached_tokens=known.cached_tokens if cached is None else cached,
+    )

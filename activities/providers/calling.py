@@ -1,0 +1,104 @@
+"""One streamed call to a provider: its deadlines, its errors translated, its client closed after.
+
+A stream that hangs before its first token is retried at once instead of
+holding the activity until its start-to-close timeout; one that goes silent
+later is cut by the SDK client's read timeout (`stall_seconds`). Both are
+set per agent under `[extra]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from activities.providers import credentials, errors
+from activities.providers.base import ModelUnavailableError
+from contracts.agent import AgentSpec
+from contracts.messages import AssistantTurn
+
+FIRST_TOKEN_SECONDS = 60.0
+STALL_SECONDS = 60.0
+CONNECT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A provider as users name it, the variable its key comes from, and where it is served by default."""
+
+    label: str
+    default_key_env: str | None
+    default_base_url: str | None = None
+
+    def prepare(self, agent: AgentSpec) -> tuple[str, str, errors.Target]:
+        """The model name, the API key, and the target that error messages name."""
+        model = agent.model.split(":", 1)[1]
+        env = credentials.key_env(agent, self.default_key_env)
+        key = credentials.api_key(agent, self.default_key_env)
+        return model, key, errors.Target(self.label, model, env, agent.base_url or self.default_base_url)
+
+
+async def events_within(
+    open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, what: str
+) -> AsyncIterator[Any]:
+    """The events of a streamed response, whose request and first event must arrive within the deadline."""
+    stream: Any = None
+    try:
+        async with asyncio.timeout(first_token_seconds):
+            stream = await open_stream()
+            iterator = stream.__aiter__()
+            first = await anext(iterator, _END)
+    except TimeoutError as err:
+        if stream is not None:
+            await stream.close()
+        raise ModelUnavailableError(
+            f"{what} sent no first token within {first_token_seconds:g}s; the attempt is retried. If the model is "
+            f"just slow to start, raise `first_token_seconds` under [extra] in the agent file."
+        ) from err
+    try:
+        if first is _END:
+            return
+        yield first
+        async for event in iterator:
+            yield event
+    finally:
+        await stream.close()
+
+
+_END = object()
+
+
+def first_token_seconds(extra: dict[str, object]) -> float:
+    """The agent's first-token deadline (`extra.first_token_seconds`), default 60 s."""
+    return float(extra.get("first_token_seconds", FIRST_TOKEN_SECONDS))  # type: ignore[arg-type]
+
+
+def stall_seconds(extra: dict[str, object]) -> float:
+    """How long a started stream may go silent (`extra.stall_seconds`), default 60 s."""
+    return float(extra.get("stall_seconds", STALL_SECONDS))  # type: ignore[arg-type]
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+async def streamed_call(
+    client: _Closable,
+    agent: AgentSpec,
+    target: errors.Target,
+    secret: str,
+    open_stream: Callable[[], Awaitable[Any]],
+    fold: Callable[[AsyncIterator[Any]], Awaitable[AssistantTurn]],
+) -> AssistantTurn:
+    """Open the stream within the first-token deadline and fold its events into a turn; SDK failures become ModelErrors."""
+    try:
+        events = events_within(open_stream, first_token_seconds=first_token_seconds(agent.extra), what=target.provider)
+        return await fold(events)
+    except Exception as err:
+        translated = errors.translate(err, target, secret)
+        if translated is None or translated is err:
+            raise
+        raise translated from None
+    finally:
+        await client.close()

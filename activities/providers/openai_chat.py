@@ -1,0 +1,145 @@
+"""OpenAI Chat Completions, for OpenAI itself and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+
+Wire format (Prompty §9.4): the assistant message carries `tool_calls`, each
+result goes back as its own `tool` message with `tool_call_id`. The assistant
+message is kept as sent (`provider_raw`), so malformed argument text goes back
+to the model exactly as it wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from activities.providers import errors, tool_arguments
+from activities.providers.calling import CONNECT_SECONDS, Endpoint, stall_seconds, streamed_call
+from activities.streaming import TurnObserver
+from contracts.activities import ModelContext
+from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+
+RAW_KEY = "openai_chat"
+
+
+class OpenAIChatProvider:
+    """Streams one chat completion and folds its chunks into an AssistantTurn."""
+
+    streaming = True
+
+    def __init__(self, endpoint: Endpoint, *, legacy_max_tokens: bool = False) -> None:
+        self.endpoint = endpoint
+        self._legacy_max_tokens = legacy_max_tokens
+        """Self-hosted servers know `max_tokens`, not OpenAI's newer `max_completion_tokens`."""
+
+    async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
+        agent = context.agent
+        model, key, target = self.endpoint.prepare(agent)
+        timeout = openai.Timeout(stall_seconds(agent.extra), connect=CONNECT_SECONDS)
+        client = openai.AsyncOpenAI(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
+        request = self.request(context, model)
+        return await streamed_call(
+            client,
+            agent,
+            target,
+            key,
+            lambda: client.chat.completions.create(**request),
+            lambda events: _fold(events, observer, context.step, model, target),
+        )
+
+    def request(self, context: ModelContext, model: str) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create`."""
+        agent = context.agent
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": chat_messages(context),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if agent.temperature is not None:
+            request["temperature"] = agent.temperature
+        if agent.max_output_tokens is not None:
+            request["max_tokens" if self._legacy_max_tokens else "max_completion_tokens"] = agent.max_output_tokens
+        if context.tools:
+            request["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in context.tools
+            ]
+            request["tool_choice"] = "auto" if context.tools_enabled else "none"
+        return request
+
+
+def chat_messages(context: ModelContext) -> list[dict[str, Any]]:
+    """The conversation in Chat Completions form: system prompt, then one message per turn and per tool result."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": context.agent.instructions}]
+    for message in context.messages:
+        out.extend(_chat_message(message))
+    return out
+
+
+def _chat_message(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.tool_results]
+    if message.role == "assistant":
+        raw = message.provider_raw
+        if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), dict):
+            return [raw[RAW_KEY]]
+        sent: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+        if message.tool_calls:
+            sent["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in message.tool_calls
+            ]
+        return [sent]
+    return [{"role": message.role, "content": message.content}]
+
+
+async def _fold(events: Any, observer: TurnObserver, step: int, model: str, target: errors.Target) -> AssistantTurn:
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage = Usage()
+    finished = False
+    async for chunk in events:
+        observer.chunk()
+        if chunk.usage is not None:
+            details = chunk.usage.prompt_tokens_details
+            usage = Usage(
+                input_tokens=chunk.usage.prompt_tokens or 0,
+                output_tokens=chunk.usage.completion_tokens or 0,
+                cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+            )
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.tool_calls:
+                observer.tool_call()
+                for piece in delta.tool_calls:
+                    call = calls.setdefault(piece.index, {"id": None, "name": "", "arguments": ""})
+                    call["id"] = piece.id or call["id"]
+                    if piece.function is not None:
+                        call["name"] += piece.function.name or ""
+                        call["arguments"] += piece.function.arguments or ""
+            if delta.content:
+                text.append(delta.content)
+                if not calls:
+                    observer.text(delta.content)
+            if choice.finish_reason is not None:
+                finished = True
+    if not finished:
+        raise errors.incomplete(target)
+    return _turn("".join(text), calls, usage, step, model)
+
+
+def _turn(text: str, calls: dict[int, dict[str, Any]], usage: Usage, step: int, model: str) -> AssistantTurn:
+    tool_calls: list[ToolCall] = []
+    raw_calls: list[dict[str, Any]] = []
+    for n, index in enumerate(sorted(calls), start=1):
+        call = calls[index]
+        call_id = call["id"] or f"call_{step}_{n}"
+        arguments, problem = tool_arguments.parse(call["arguments"])
+        tool_calls.append(ToolCall(id=call_id, name=call["name"], arguments=arguments, arguments_error=problem))
+        raw_calls.append({"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
+    raw: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if raw_calls:
+        raw["tool_calls"] = raw_calls
+    return AssistantTurn(text=text, tool_calls=tool_calls, usage=usage, model=model, provider_raw={RAW_KEY: raw})
+

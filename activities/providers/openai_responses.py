@@ -1,0 +1,136 @@
+"""The OpenAI Responses API.
+
+Wire format (Prompty §9.4): the output items of a turn (`message`,
+`function_call`, `reasoning`) go back into the next input verbatim, followed
+by one `function_call_output` item per result.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from activities.providers import errors, tool_arguments
+from activities.providers.calling import CONNECT_SECONDS, Endpoint, stall_seconds, streamed_call
+from activities.streaming import TurnObserver
+from contracts.activities import ModelContext
+from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+
+RAW_KEY = "openai_responses"
+_DONE = {"response.completed", "response.incomplete"}
+
+
+class OpenAIResponsesProvider:
+    """Streams one response and folds its events into an AssistantTurn."""
+
+    streaming = True
+
+    def __init__(self, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")) -> None:
+        self.endpoint = endpoint
+
+    async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
+        agent = context.agent
+        model, key, target = self.endpoint.prepare(agent)
+        timeout = openai.Timeout(stall_seconds(agent.extra), connect=CONNECT_SECONDS)
+        client = openai.AsyncOpenAI(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
+        request = self.request(context, model)
+        return await streamed_call(
+            client, agent, target, key, lambda: client.responses.create(**request), lambda events: _fold(events, observer, model, target)
+        )
+
+    def request(self, context: ModelContext, model: str) -> dict[str, Any]:
+        """The keyword arguments of `responses.create`."""
+        agent = context.agent
+        request: dict[str, Any] = {
+            "model": model,
+            "instructions": agent.instructions,
+            "input": response_input(context),
+            "stream": True,
+        }
+        if agent.temperature is not None:
+            request["temperature"] = agent.temperature
+        if agent.max_output_tokens is not None:
+            request["max_output_tokens"] = agent.max_output_tokens
+        if context.tools:
+            request["tools"] = [
+                {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
+                for t in context.tools
+            ]
+            request["tool_choice"] = "auto" if context.tools_enabled else "none"
+        return request
+
+
+def response_input(context: ModelContext) -> list[dict[str, Any]]:
+    """The conversation as Responses input items."""
+    items: list[dict[str, Any]] = []
+    for message in context.messages:
+        items.extend(_items(message))
+    return items
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in message.tool_results]
+    if message.role == "assistant":
+        raw = message.provider_raw
+        if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), list):
+            return list(raw[RAW_KEY])
+        out: list[dict[str, Any]] = [{"role": "assistant", "content": message.content}] if message.content else []
+        out += [
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)}
+            for c in message.tool_calls
+        ]
+        return out
+    return [{"role": message.role, "content": message.content}]
+
+
+async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.Target) -> AssistantTurn:
+    calling = False
+    async for event in events:
+        observer.chunk()
+        kind = event.type
+        if kind == "response.output_item.added" and event.item.type == "function_call":
+            calling = True
+            observer.tool_call()
+        elif kind == "response.output_text.delta" and not calling:
+            observer.text(event.delta)
+        elif kind in _DONE:
+            return _turn(event.response, model)
+        elif kind == "response.failed":
+            failure = event.response.error
+            raise errors.translate(
+                openai.APIError(failure.message if failure else "response failed", None, body={"error": failure.model_dump() if failure else {}}),  # type: ignore[arg-type]
+                target,
+                None,
+            ) or errors.incomplete(target)
+        elif kind == "error":
+            raise errors.translate(
+                openai.APIError(event.message, None, body={"error": {"type": event.code, "message": event.message}}),  # type: ignore[arg-type]
+                target,
+                None,
+            ) or errors.incomplete(target)
+    raise errors.incomplete(target)
+
+
+def _turn(response: Any, model: str) -> AssistantTurn:
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    raw: list[dict[str, Any]] = []
+    for item in response.output:
+        raw.append(item.model_dump(mode="json", exclude_none=True))
+        if item.type == "message":
+            text += [part.text for part in item.content if part.type == "output_text"]
+        elif item.type == "function_call":
+            arguments, problem = tool_arguments.parse(item.arguments)
+            calls.append(ToolCall(id=item.call_id, name=item.name, arguments=arguments, arguments_error=problem))
+    usage = Usage()
+    if response.usage is not None:
+        details = response.usage.input_tokens_details
+        usage = Usage(
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+        )
+    return AssistantTurn(text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw={RAW_KEY: raw})

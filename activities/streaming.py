@@ -1,0 +1,105 @@
+"""Live answer text from a model turn, published as activity heartbeats.
+
+Why heartbeats: they carry the text to any client (which reads the pending
+activity with DescribeWorkflowExecution) without adding a single history
+event, they are tagged with the attempt so a retried attempt never repeats
+what a client already printed, and they double as the liveness signal the
+heartbeat timeout needs. The SDK throttles heartbeats; a worker meant to
+stream passes `max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Protocol
+
+from contracts.stream import StreamProgress
+
+HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
+"""Pass as the worker's `max_heartbeat_throttle_interval`: how often live text reaches the server."""
+
+KEEPALIVE_SECONDS = 0.25
+PUBLISH_EVERY_SECONDS = 0.05
+
+
+class TurnObserver(Protocol):
+    """What a streaming provider reports while a turn is generated."""
+
+    def text(self, delta: str) -> None:
+        """Assistant text, as generated."""
+
+    def tool_call(self) -> None:
+        """The turn calls a tool: its text is not the final answer."""
+
+    def chunk(self) -> None:
+        """Anything arrived from the model (keeps the activity alive)."""
+
+
+class SilentObserver:
+    """Observes nothing: for callers that want only the finished turn."""
+
+    def text(self, delta: str) -> None:
+        pass
+
+    def tool_call(self) -> None:
+        pass
+
+    def chunk(self) -> None:
+        pass
+
+
+class AnswerPublisher:
+    """Publishes the text of a turn while it may still be the final answer; retracts it once a tool is called."""
+
+    def __init__(self, step: int, attempt: int, publish: Callable[[StreamProgress], None]) -> None:
+        self._progress = StreamProgress(step=step, attempt=attempt)
+        self._publish = publish
+        self._text = ""
+        self._published_at = 0.0
+
+    @property
+    def progress(self) -> StreamProgress:
+        return self._progress
+
+    def text(self, delta: str) -> None:
+        if self._progress.retracted or not delta:
+            return
+        self._text += delta
+        self._progress = self._progress.model_copy(update={"text": self._text})
+        self.chunk()
+
+    def tool_call(self) -> None:
+        if self._progress.retracted:
+            return
+        self._text = ""
+        self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
+        self.flush()
+
+    def chunk(self) -> None:
+        """Publish, at most every PUBLISH_EVERY_SECONDS (the keepalive sends the latest in between)."""
+        if time.monotonic() - self._published_at >= PUBLISH_EVERY_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        self._published_at = time.monotonic()
+        self._publish(self._progress)
+
+
+@asynccontextmanager
+async def keepalive(publisher: AnswerPublisher) -> AsyncIterator[None]:
+    """Heartbeat while waiting on the model, so only a dead worker, not a slow model, trips the heartbeat timeout."""
+
+    async def beat() -> None:
+        while True:
+            publisher.flush()
+            await asyncio.sleep(KEEPALIVE_SECONDS)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()

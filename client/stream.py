@@ -1,0 +1,112 @@
+"""Follow a run's final answer as the model generates it.
+
+The model activity publishes the answer text so far as its heartbeat details
+(`contracts/stream.py`); this reads them with DescribeWorkflowExecution, which
+adds nothing to the run's history. What a retried attempt generates again is
+not yielded again: text is compared with what was already yielded for the
+step, and only what is new comes out. When a turn turns out to call tools, or
+a retry writes something different, an `AnswerRetracted` withdraws the text
+that was shown.
+
+The concatenation of the deltas (minus retracted text) is the run's answer
+when it ends `done`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.converter import DataConverter
+
+from contracts.converter import DATA_CONVERTER
+from contracts.run import AgentResult, RunState, StepRecord
+from contracts.stream import StreamProgress
+
+MODEL_ACTIVITY = "model_turn"
+
+
+@dataclass(frozen=True)
+class AnswerDelta:
+    """New answer text of model step `step`: print it."""
+
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerRetracted:
+    """Text already yielded for `step` is not the answer (the model went on to call a tool, or a retry diverged)."""
+
+    step: int
+    text: str
+
+
+StreamEvent = AnswerDelta | AnswerRetracted
+
+
+class _Shown:
+    """What was yielded per step, and the events that bring a step to a new text."""
+
+    def __init__(self) -> None:
+        self.text: dict[int, str] = {}
+
+    def to(self, step: int, target: str, *, settled: bool) -> list[StreamEvent]:
+        shown = self.text.get(step, "")
+        if target.startswith(shown):
+            self.text[step] = target
+            return [AnswerDelta(step, target[len(shown) :])] if len(target) > len(shown) else []
+        if shown.startswith(target) and not settled:
+            return []  # a retried attempt catching up with what was shown: nothing new yet
+        self.text[step] = target
+        events: list[StreamEvent] = [AnswerRetracted(step, shown)]
+        return events + ([AnswerDelta(step, target)] if target else [])
+
+
+async def stream_answer(
+    handle: WorkflowHandle[Any, Any], *, poll_interval: float = 0.1, data_converter: DataConverter = DATA_CONVERTER
+) -> AsyncIterator[StreamEvent]:
+    """Yield the answer's text as it is generated, until the run ends.
+
+    Polls the run every `poll_interval` seconds; the server learns new text
+    at the worker's heartbeat throttle (see `activities.streaming`).
+    """
+    shown = _Shown()
+    settled: set[int] = set()
+    while True:
+        description = await handle.describe()
+        live: dict[int, StreamProgress] = {}
+        for pending in description.raw_description.pending_activities:
+            if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
+                continue
+            [progress] = await data_converter.decode(pending.heartbeat_details.payloads, [StreamProgress])
+            live[progress.step] = progress
+        for step, progress in sorted(live.items()):
+            if step not in settled:
+                for event in shown.to(step, "" if progress.retracted else progress.text, settled=False):
+                    yield event
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            result: AgentResult = await handle.result()
+            for event in _settle(shown, settled, result.steps, live):
+                yield event
+            return
+        if any(step not in live and step not in settled for step in shown.text):
+            state: RunState = await handle.query("state", result_type=RunState)
+            for event in _settle(shown, settled, state.steps, live):
+                yield event
+        await asyncio.sleep(poll_interval)
+
+
+def _settle(shown: _Shown, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]) -> list[StreamEvent]:
+    """Bring finished model steps to their final text: the answer for the final step, nothing for the others."""
+    events: list[StreamEvent] = []
+    for record in steps:
+        if record.role != "assistant" or record.ended_at is None or record.step in settled or record.step in live:
+            continue
+        if record.final or record.step in shown.text:
+            events += shown.to(record.step, record.content if record.final and not record.error else "", settled=True)
+        settled.add(record.step)
+    return events

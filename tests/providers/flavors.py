@@ -1,0 +1,79 @@
+"""One flavour per provider, which every behaviour test runs against, and helpers to run agents on them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.streaming import HEARTBEAT_THROTTLE
+from contracts import AgentSpec
+from contracts.names import WORKFLOW_TYPE
+from contracts.run import AgentResult, RunInput
+from wire_server.server import Script
+from workers.worker import build_worker
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """A provider as an agent names it, where its key comes from, and how its requests carry tool results."""
+
+    id: str
+    model: str
+    key_env: str
+    spec_key_env: str | None
+    base_url: Callable[[Script], str]
+    results_of: Callable[[dict[str, Any]], list[tuple[str, str]]]
+    """(call id, content) of the tool results in a request body, in order."""
+
+
+def _chat_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+def _responses_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(i["call_id"], i["output"]) for i in body["input"] if i.get("type") == "function_call_output"]
+
+
+def _anthropic_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    users = [m for m in body["messages"] if m["role"] == "user" and any(b.get("type") == "tool_result" for b in m["content"])]
+    return [(b["tool_use_id"], b["content"]) for m in users for b in m["content"] if b.get("type") == "tool_result"]
+
+
+FLAVORS = [
+    Flavor("openai-chat", "openai:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _chat_results),
+    Flavor("openai-responses", "openai-responses:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _responses_results),
+    Flavor("anthropic", "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY", None, lambda s: s.anthropic_base_url, _anthropic_results),
+    Flavor("openai-compatible", "openai-compatible:llama3.1", "LOCAL_LLM_KEY", "LOCAL_LLM_KEY", lambda s: s.openai_base_url, _chat_results),
+]
+
+
+def agent_for(flavor: Flavor, script: Script, **fields: Any) -> AgentSpec:
+    """An agent on `flavor` whose requests go to `script` on the wire server."""
+    return AgentSpec(
+        name="wire",
+        model=flavor.model,
+        base_url=flavor.base_url(script),
+        api_key_env=flavor.spec_key_env,
+        **{"tools": ["calculator"], **fields},
+    )
+
+
+async def start_run(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str) -> WorkflowHandle[Any, AgentResult]:
+    return await env.client.start_workflow(
+        WORKFLOW_TYPE, RunInput(agent=agent, goal=goal), id=f"wire-{task_queue}", task_queue=task_queue, result_type=AgentResult
+    )
+
+
+def streaming_worker(env: WorkflowEnvironment, task_queue: str) -> Any:
+    """A worker whose heartbeats (which carry the live answer) reach the server every HEARTBEAT_THROTTLE."""
+    return build_worker(env.client, task_queue=task_queue, max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE)
+
+
+async def run_agent(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str = "What is 17*23+4?") -> AgentResult:
+    async with streaming_worker(env, task_queue):
+        handle = await start_run(env, task_queue, agent, goal)
+        return await handle.result()

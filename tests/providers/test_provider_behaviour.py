@@ -1,0 +1,151 @@
+"""The behaviour every provider shares, driven through the real openai and anthropic SDKs against the local wire server."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from activities.pricing import price_of
+from client.stream import AnswerDelta, AnswerRetracted, stream_answer
+from contracts.messages import Usage
+from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
+from wire_server.script import Call, Cut, Fail, Reply, Stall
+
+CALC = Call("calculator", {"expression": "17*23+4"})
+ANSWER = "The answer is 395."
+LONG_ANSWER = "Seventeen times twenty-three is three hundred and ninety-one, and four more makes three hundred and ninety-five."
+
+
+async def test_tool_call_then_result_then_final_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Reply(calls=(CALC,)), Reply(text=ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
+    assert (result.stop_reason, result.answer) == ("done", ANSWER)
+    [tool_step] = [s for s in result.steps if s.role == "tool"]
+    assert flavor.results_of(script.requests[1].body) == [(tool_step.tool_call_id, "395")]
+
+
+async def test_parallel_tool_calls_are_answered_in_call_order(time_skipping_env, task_queue, wire, flavor: Flavor):
+    calls = (Call("calculator", {"expression": "2*3"}), Call("calculator", {"expression": "10-4+1"}))
+    script = wire.script(Reply(calls=calls), Reply(text="6 and 7"))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
+    assert result.stop_reason == "done"
+    ids = [s.tool_call_id for s in result.steps if s.role == "tool"]
+    assert flavor.results_of(script.requests[1].body) == [(ids[0], "6"), (ids[1], "7")]
+
+
+async def test_rate_limit_is_retried_after_the_retry_after_delay(time_skipping_env, task_queue, wire, flavor: Flavor):
+    """On the time-skipping server the wait is skipped, but Temporal's clock shows it: the step took the 2 s asked for."""
+    script = wire.script(Fail(429, "rate_limit_error", "Rate limit reached", retry_after=2), Reply(text=ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 2)
+    [step] = [s for s in result.steps if s.role == "assistant"]
+    waited = (step.ended_at - step.started_at).total_seconds()
+    print(f"\n{flavor.id}: 429 Retry-After 2s -> step took {waited:.2f}s of workflow time")
+    assert waited >= 2
+
+
+@pytest.mark.slow
+async def test_rate_limit_retry_waits_the_retry_after_delay_in_real_time(dev_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Fail(429, "rate_limit_error", "Rate limit reached", retry_after=2), Reply(text=ANSWER))
+    result = await run_agent(dev_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer) == ("done", ANSWER)
+    waited = script.requests[1].at - script.requests[0].at
+    print(f"\n{flavor.id}: 429 Retry-After 2s -> next request after {waited:.2f}s (dev server)")
+    assert waited >= 2
+
+
+async def test_server_error_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Fail(500, "server_error", "The server had an error"), Reply(text=ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 2)
+    print(f"\n{flavor.id}: 500 -> retried after {script.requests[1].at - script.requests[0].at:.2f}s")
+
+
+async def test_unauthorized_fails_at_once_naming_the_key_to_set(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Fail(401, "authentication_error", "Incorrect API key provided: sk-test...6789"))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, len(script.requests)) == ("error", 1)
+    assert "401" in result.error and f"`{flavor.key_env}`" in result.error and "restart the worker" in result.error
+
+
+async def test_context_length_error_fails_at_once_suggesting_history_limit(time_skipping_env, task_queue, wire, flavor: Flavor):
+    message = "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."
+    script = wire.script(Fail(400, "invalid_request_error", message))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, len(script.requests)) == ("error", 1)
+    assert "context window" in result.error and "history_limit" in result.error
+
+
+async def test_slow_first_token_is_cut_and_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Stall(seconds=60), Reply(text=ANSWER))
+    agent = agent_for(flavor, script, tools=[], extra={"first_token_seconds": 1})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 2)
+    print(f"\n{flavor.id}: stalled stream -> retried after {script.requests[1].at - script.requests[0].at:.2f}s")
+
+
+async def test_stream_cut_midway_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Cut(Reply(text=LONG_ANSWER), events=4), Reply(text=LONG_ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
+
+
+async def test_malformed_tool_arguments_go_back_to_the_model_as_a_tool_error(time_skipping_env, task_queue, wire, flavor: Flavor):
+    broken = Call("calculator", raw_arguments='{"expression": "1+')
+    script = wire.script(Reply(calls=(broken,)), Reply(text="Let me fix that."))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
+    assert result.stop_reason == "done"
+    [(call_id, content)] = flavor.results_of(script.requests[1].body)
+    [tool_step] = [s for s in result.steps if s.role == "tool"]
+    assert call_id == tool_step.tool_call_id and "Malformed arguments" in content and "not valid JSON" in content
+
+
+async def test_usage_is_summed_and_priced(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(
+        Reply(calls=(CALC,), input_tokens=100, output_tokens=10, cached_tokens=40),
+        Reply(text=ANSWER, input_tokens=150, output_tokens=20, cached_tokens=100),
+    )
+    agent = agent_for(flavor, script)
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    turns = [Usage(input_tokens=100, output_tokens=10, cached_tokens=40), Usage(input_tokens=150, output_tokens=20, cached_tokens=100)]
+    price = price_of(agent.model)
+    assert price is not None
+    expected = Usage(input_tokens=250, output_tokens=30, cached_tokens=140, cost_usd=round(sum(price.cost(u) for u in turns), 10))
+    assert result.usage == expected
+    assert [s.usage.input_tokens for s in result.steps if s.role == "assistant"] == [100, 150]
+
+
+async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Reply(calls=(CALC,)), Reply(text=ANSWER))
+    async with streaming_worker(time_skipping_env, task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
+        await handle.result()
+        history = (await handle.fetch_history()).to_json()
+    key = os.environ[flavor.key_env]
+    sent = script.requests[0].headers
+    assert key in (sent.get("authorization", ""), "Bearer " + sent.get("x-api-key", "")) or sent.get("authorization") == f"Bearer {key}"
+    assert key not in history and key[-10:] not in history
+
+
+async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Reply(calls=(CALC,)), Reply(text=LONG_ANSWER, pause=0.1))
+    async with streaming_worker(time_skipping_env, task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
+        events = [event async for event in stream_answer(handle, poll_interval=0.05)]
+        result = await handle.result()
+    deltas = [e.text for e in events if isinstance(e, AnswerDelta)]
+    print(f"\n{flavor.id}: the answer arrived in {len(deltas)} pieces")
+    assert "".join(deltas) == result.answer == LONG_ANSWER
+    assert len(deltas) > 2
+    assert not [e for e in events if isinstance(e, AnswerRetracted)]
+
+
+async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Cut(Reply(text=LONG_ANSWER, pause=0.1), events=10), Reply(text=LONG_ANSWER, pause=0.05))
+    async with streaming_worker(time_skipping_env, task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Explain 17*23+4.")
+        events = [event async for event in stream_answer(handle, poll_interval=0.05)]
+    assert len(script.requests) == 2
+    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == LONG_ANSWER
+    assert not [e for e in events if isinstance(e, AnswerRetracted)]

@@ -1,0 +1,60 @@
+"""What the wire server answers, request after request: replies and faults, independent of the wire format."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the model makes; `raw_arguments` overrides the JSON of `arguments` (to send malformed text)."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str | None = None
+
+    @property
+    def arguments_text(self) -> str:
+        return self.raw_arguments if self.raw_arguments is not None else json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model reply: text (streamed word by word), tool calls, usage; `pause` seconds between streamed events."""
+
+    text: str = ""
+    calls: tuple[Call, ...] = ()
+    input_tokens: int = 20
+    output_tokens: int = 8
+    cached_tokens: int = 0
+    pause: float = 0.0
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An HTTP error: status, the provider's error type, optional Retry-After seconds."""
+
+    status: int
+    kind: str
+    message: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Send the response headers, then nothing for `seconds` (a hung stream before its first token)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Stream the first `events` events of `reply`, then drop the connection mid-body."""
+
+    reply: Reply
+    events: int
+
+
+Step = Reply | Fail | Stall | Cut
