@@ -1,0 +1,117 @@
+"""A Stalwart agent served over A2A: its card comes from the spec, a message starts a durable run, the task follows it.
+
+The caller is Stalwart's own A2A client (the `a2a_delegate` activity) or raw
+JSON-RPC for the 0.3 shapes; the agent runs on a real worker on the
+time-skipping server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from a2a_http import free_port, serving
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.a2a import policy
+from activities.a2a.activities import a2a_delegate, a2a_describe
+from client.a2a_server import A2AAgentServer
+from client.api import StalwartClient
+from contracts import AgentSpec, ScriptedReply
+from contracts.a2a import A2APollSettings, A2ADelegateRequest, A2ADescribeRequest
+from workers.worker import build_worker
+
+FAST_POLL = A2APollSettings(interval_seconds=0.05, max_interval_seconds=0.2, request_timeout_seconds=10)
+EXPLAINER = AgentSpec(
+    name="explainer",
+    description="Explains physics in one sentence.",
+    tools=["calculator"],
+    scripted=[ScriptedReply(text="Qubits are two-level quantum systems.")],
+)
+SILENT = AgentSpec(name="silent", description="Has no scripted replies, so its run fails.")
+
+
+@pytest.fixture
+async def served(time_skipping_env, task_queue, monkeypatch) -> AsyncIterator[dict[str, str]]:
+    """The two agents served over A2A, with a worker running their runs; yields their URLs."""
+    monkeypatch.delenv("DEBUG_MOCK_RESPONSES", raising=False)
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    urls: dict[str, str] = {}
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        explainer_port, silent_port = free_port(), free_port()
+        urls = {"explainer": f"http://127.0.0.1:{explainer_port}/", "silent": f"http://127.0.0.1:{silent_port}/"}
+        explainer = A2AAgentServer(stalwart, EXPLAINER, public_url=urls["explainer"])
+        silent = A2AAgentServer(stalwart, SILENT, public_url=urls["silent"])
+        async with serving(explainer.app(), explainer_port), serving(silent.app(), silent_port):
+            yield urls
+
+
+def delegate(url: str, task: str = "What is a qubit?", key: str | None = None) -> A2ADelegateRequest:
+    return A2ADelegateRequest(url=url, task=task, idempotency_key=key or uuid.uuid4().hex, poll=FAST_POLL)
+
+
+async def test_the_card_is_built_from_the_agent_spec(served):
+    card = await ActivityEnvironment().run(a2a_describe, A2ADescribeRequest(url=served["explainer"]))
+    assert (card.name, card.description, card.protocol_version, card.endpoint) == (
+        "explainer",
+        "Explains physics in one sentence.",
+        "1.0",
+        served["explainer"],
+    )
+    assert [(s.id, s.tags) for s in card.skills] == [("explainer", ["calculator"])]
+
+
+async def test_a_delegation_to_a_served_agent_returns_the_answer_of_its_run(served, time_skipping_env):
+    result = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"]))
+    assert (result.state, result.text, result.agent_name) == ("completed", "Qubits are two-level quantum systems.", "explainer")
+    run = await time_skipping_env.client.get_workflow_handle(result.task_id).describe()
+    assert run.workflow_type == "AgentWorkflow"
+
+
+async def test_a_run_that_ends_in_error_is_a_failed_task_naming_the_error(served):
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(a2a_delegate, delegate(served["silent"]))
+    assert (caught.value.type, caught.value.non_retryable) == (policy.TASK_ERROR, True)
+    assert "remote agent 'silent' ended task" in caught.value.message
+    assert "the scripted model has no reply for model call 1" in caught.value.message
+
+
+async def test_resending_a_message_follows_the_run_it_started(served):
+    key = f"msg-{uuid.uuid4().hex}"
+    first = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"], key=key))
+    again = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"], key=key))
+    assert again.task_id == first.task_id
+
+
+async def test_an_a2a_0_3_client_gets_the_answer_of_a_blocking_message_send(served):
+    payload = {
+        "jsonrpc": "2.0",
+        "id": "r1",
+        "method": "message/send",
+        "params": {
+            "message": {"kind": "message", "messageId": uuid.uuid4().hex, "contextId": "ctx-7", "role": "user", "parts": [{"kind": "text", "text": "What is a qubit?"}]},
+            "configuration": {"blocking": True},
+        },
+    }
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(f"{served['explainer']}.well-known/agent.json")).json()
+        body = (await http.post(card["url"], json=payload)).json()
+    task = body["result"]
+    assert (card["protocolVersion"], body["id"], task["kind"], task["contextId"], task["status"]["state"]) == (
+        "0.3.0",
+        "r1",
+        "task",
+        "ctx-7",
+        "completed",
+    )
+    assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "Qubits are two-level quantum systems."}]
+
+
+async def test_an_unknown_task_is_a_task_not_found_error(served):
+    payload = {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "a2a-explainer-nope"}}
+    async with httpx.AsyncClient() as http:
+        body = (await http.post(served["explainer"], json=payload, headers={"A2A-Version": "1.0"})).json()
+    assert body["error"]["code"] == -32001
