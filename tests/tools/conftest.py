@@ -11,9 +11,10 @@ from activities.tool_activities import ToolActivities
 from workers.worker import default_registry
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def tool_activities() -> AsyncIterator[ToolActivities]:
-    """The tool activities of a worker with the built-in tools; its MCP servers are stopped after the test."""
+    """The tool activities of a worker with the built-in tools, shared by a module's tests as a worker shares them
+    between runs; its MCP servers are stopped after the module."""
     activities = ToolActivities(default_registry())
     yield activities
     await activities.aclose()

@@ -17,6 +17,7 @@ from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 from workers.worker import build_worker
 
 AGENTS_DIR = Path(__file__).resolve().parents[2] / "agents"
+pytestmark = pytest.mark.slow
 
 
 def _calls(*calls: tuple[str, dict]) -> ScriptedReply:
