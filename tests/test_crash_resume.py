@@ -14,8 +14,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
-from client.api import StalwartClient
-from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from client.api import RunHandle, StalwartClient
+from contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
 from crash_tools import attempts_file
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "crash_worker.py"
@@ -33,6 +33,11 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
         process.wait()
 
 
+def _assert_alive(worker: subprocess.Popen[bytes], log: Path) -> None:
+    if worker.poll() is not None:
+        raise AssertionError(f"a worker exited by itself with code {worker.returncode}; its log:\n{log.read_text()}")
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -40,13 +45,23 @@ def _lines(path: Path) -> list[str]:
 async def _until_a_call_runs_after_a_finished_one(records: Path, worker: subprocess.Popen[bytes], log: Path) -> None:
     """Wait until `worker` has finished at least one call and is in the middle of the next one."""
     while True:
-        if worker.poll() is not None:
-            raise AssertionError(f"the first worker exited by itself with code {worker.returncode}:\n{log.read_text()}")
+        _assert_alive(worker, log)
         recorded = {line.split()[-1] for line in _lines(records)}
         running = [line.split() for line in _lines(attempts_file(records))]
         if recorded and any(value not in recorded and pid == str(worker.pid) for _, value, _, pid in running):
             return
         await asyncio.sleep(0.02)
+
+
+async def _result_while_alive(run: RunHandle, worker: subprocess.Popen[bytes], log: Path) -> AgentResult:
+    """The run's result, or the worker's log if the only worker left dies first (instead of waiting forever)."""
+    result = asyncio.ensure_future(run.result())
+    while not result.done():
+        if worker.poll() is not None:
+            result.cancel()
+        _assert_alive(worker, log)
+        await asyncio.wait([result], timeout=0.2)
+    return result.result()
 
 
 def _recorder_agent() -> AgentSpec:
@@ -73,7 +88,7 @@ async def test_run_killed_with_its_worker_is_finished_by_another_without_repeati
         finished_before_kill = _lines(records)
         assert (await dev_env.client.get_workflow_handle(run.run_id).describe()).status == WorkflowExecutionStatus.RUNNING
         second = _start_worker(address, task_queue, tmp_path / "worker-2.log")
-        result = await run.result()
+        result = await _result_while_alive(run, second, tmp_path / "worker-2.log")
     finally:
         _stop(first)
         _stop(second)
