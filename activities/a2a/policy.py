@@ -3,6 +3,21 @@
 Workflow code imports this module, so it holds constants only (no I/O
 imports). Every policy is bounded; errors that a retry cannot fix are listed
 as non-retryable, so they come back at once as `Delegation failed: ...`.
+
+In a workflow::
+
+    result = await workflow.execute_activity(
+        policy.A2A_DELEGATE,
+        A2ADelegateRequest(url=url, task=task, idempotency_key=f"{workflow_id}/{step}/{call_id}"),
+        result_type=A2ADelegateResult,
+        start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
+        schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
+        heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
+        retry_policy=policy.DELEGATE_RETRY,
+    )
+
+An attempt that times out or dies resumes following the same remote task
+(its id is in the last heartbeat), so a retry does not send the task twice.
 """
 
 from __future__ import annotations
@@ -40,8 +55,9 @@ DELEGATE_START_TO_CLOSE = timedelta(minutes=30)
 """One attempt: send the message and follow the task until it ends."""
 DELEGATE_SCHEDULE_TO_CLOSE = timedelta(hours=2)
 """All attempts together; a remote agent that stays unreachable this long fails the delegation."""
-DELEGATE_HEARTBEAT = timedelta(seconds=30)
-"""The activity heartbeats every few seconds while it waits; a dead worker is noticed within this."""
+DELEGATE_HEARTBEAT = timedelta(seconds=20)
+"""The activity heartbeats every 5 s while it waits; a dead worker is noticed within this, and a
+cancellation reaches the activity within about 80% of it (the SDK's heartbeat throttle)."""
 DELEGATE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2),
     backoff_coefficient=2.0,
