@@ -9,6 +9,7 @@ close, and closes it; every other task only sends requests through it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from importlib.metadata import PackageNotFoundError, version
 
@@ -38,6 +39,8 @@ class McpConnection:
         self._closing = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         self._client: Client | None = None
+        self.failure: BaseException | None = None
+        """What ended the session, if anything but a close did."""
 
     @property
     def client(self) -> Client:
@@ -52,7 +55,8 @@ class McpConnection:
     async def open(self) -> None:
         """Start the server (or reach it) and finish the MCP handshake; raises what stopped it."""
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-        self._owner = asyncio.create_task(self._own(ready), name=f"mcp server {self.spec.name}")
+        # A fresh context: the session outlives the activity that happened to open it.
+        self._owner = asyncio.create_task(self._own(ready), name=f"mcp server {self.spec.name}", context=contextvars.Context())
         try:
             self._client = await ready
         except BaseException:
@@ -72,6 +76,7 @@ class McpConnection:
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as err:  # noqa: BLE001 - handed to the opener, or logged once the session is over
+            self.failure = err
             if not ready.done():
                 ready.cancel() if isinstance(err, asyncio.CancelledError) else ready.set_exception(err)
             elif not isinstance(err, asyncio.CancelledError):

@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 McpServer = McpStdioServer | McpHttpServer
 MAX_LIST_PAGES = 100
+_NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout)
+"""Failures of an HTTP session that prove its last request was never delivered."""
 
 
 class McpPool:
@@ -53,7 +55,7 @@ class McpPool:
             except asyncio.CancelledError:
                 raise
             except BaseException as err:  # noqa: BLE001 - classified into what the user should do
-                raise _connect_error(spec, _leaf(err)) from err
+                raise _connect_error(spec, _leaf(err) or err) from err
             self._connections[key] = connection
             return connection
 
@@ -81,6 +83,9 @@ class McpPool:
         except MCPError as err:
             if err.code == CONNECTION_CLOSED:
                 await self._discard(spec, connection)
+                if isinstance(_leaf(connection.failure), _NOT_SENT):
+                    # The request never reached the server, so trying again (on a new session) is safe.
+                    raise McpUnavailable(f"MCP server {spec.name!r}: lost the connection ({_leaf(connection.failure)})") from err
                 raise McpServerExited(
                     f"MCP server {spec.name!r} closed the connection while running {name!r} (did it crash?)"
                 ) from err
@@ -102,7 +107,7 @@ class McpPool:
         await connection.close()
 
 
-def _leaf(err: BaseException) -> BaseException:
+def _leaf(err: BaseException | None) -> BaseException | None:
     """The first real error inside the task-group wrappers the MCP client raises."""
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
+import pytest
 from activity_calls import call, describe
 from mcp_test_servers import http_demo, stdio_demo
+from temporalio.exceptions import ApplicationError
 
-from contracts.agent import AgentSpec
+from contracts.agent import AgentSpec, McpHttpServer
+from contracts.tools import ToolSpec
 
 
 def _pid_alive(pid: int) -> bool:
@@ -63,3 +67,14 @@ async def test_closing_the_tool_activities_stops_stdio_servers(tool_activities):
     assert _pid_alive(pid)
     await tool_activities.aclose()
     assert not _pid_alive(pid)
+
+
+async def test_unreachable_http_server_is_left_to_temporal_to_retry(tool_activities):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again before the call: nothing listens there
+    server = McpHttpServer(name="down", url=f"http://127.0.0.1:{port}/mcp")
+    with pytest.raises(ApplicationError) as caught:
+        await call(tool_activities, ToolSpec(name="add", kind="mcp", server=server), {"a": 1, "b": 2})
+    assert not caught.value.non_retryable
+    assert f"MCP server 'down': cannot reach http://127.0.0.1:{port}/mcp" in caught.value.message
