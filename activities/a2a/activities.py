@@ -20,7 +20,14 @@ from temporalio import activity
 from activities.a2a import card, policy, transport, wire
 from activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
 from activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
-from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest, A2APollSettings
+from contracts.a2a import (
+    A2AAgentCard,
+    A2ADelegateRequest,
+    A2ADelegateResult,
+    A2ADescribeRequest,
+    A2APollSettings,
+    DelegationState,
+)
 
 HEARTBEAT_EVERY_SECONDS = 5.0
 """Well under `policy.DELEGATE_HEARTBEAT`, so a slow HTTP call never looks like a dead worker."""
@@ -112,10 +119,9 @@ async def _follow(endpoint: Endpoint, dialect: wire.Dialect, reply: wire.Reply, 
 
 
 def _outcome(agent: A2AAgentCard, reply: wire.Reply) -> A2ADelegateResult:
-    if reply.state == "completed" or reply.state == "input-required":
-        return A2ADelegateResult(
-            text=reply.text, task_id=reply.task_id, context_id=reply.context_id, state=reply.state, agent_name=agent.name
-        )
+    if reply.state in ("completed", "input-required"):
+        state: DelegationState = "completed" if reply.state == "completed" else "input-required"
+        return A2ADelegateResult(text=reply.text, task_id=reply.task_id, context_id=reply.context_id, state=state, agent_name=agent.name)
     said = f": {reply.text}" if reply.text else " without giving a reason"
     raise A2ATaskError(f"remote agent {agent.name!r} ended task {reply.task_id} {reply.state}{said}; {_FAILURE_FIXES[reply.state]}.")
 

@@ -51,6 +51,30 @@ class RemoteAgent:
     skills: list[dict[str, Any]] = field(default_factory=list)
 
 
+RESEARCH_SKILL = {
+    "id": "research",
+    "name": "Research",
+    "description": "Finds and summarises sources on a topic.",
+    "tags": ["search"],
+    "examples": ["Find papers on qubits"],
+}
+
+
+def roster() -> list[RemoteAgent]:
+    """One agent of each behaviour, as the tests use them."""
+    return [
+        RemoteAgent("echo", "reply", description="Repeats what it is told.", skills=[RESEARCH_SKILL]),
+        RemoteAgent("researcher", "work", polls=3),
+        RemoteAgent("broken", "fail"),
+        RemoteAgent("asker", "ask"),
+        RemoteAgent("busy", "busy"),
+        RemoteAgent("legacy", "work", version="0.3", polls=2, description="Speaks A2A 0.3."),
+        RemoteAgent("endless", "work", polls=10**9),
+        RemoteAgent("hiccup", "work", polls=3, hiccup=True),
+        RemoteAgent("private", "reply", token="s3cret"),
+    ]
+
+
 @dataclass
 class _Task:
     id: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from a2a_agents import A2AServer, RemoteAgent
+from a2a_agents import A2AServer, roster
 from a2a_http import serving
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.testing import WorkflowEnvironment
@@ -13,32 +13,10 @@ from temporalio.worker import Worker
 
 from activities.a2a.activities import a2a_delegate, a2a_describe
 
-RESEARCH_SKILL = {
-    "id": "research",
-    "name": "Research",
-    "description": "Finds and summarises sources on a topic.",
-    "tags": ["search"],
-    "examples": ["Find papers on qubits"],
-}
-
-
-def agents() -> list[RemoteAgent]:
-    return [
-        RemoteAgent("echo", "reply", description="Repeats what it is told.", skills=[RESEARCH_SKILL]),
-        RemoteAgent("researcher", "work", polls=3),
-        RemoteAgent("broken", "fail"),
-        RemoteAgent("asker", "ask"),
-        RemoteAgent("busy", "busy"),
-        RemoteAgent("legacy", "work", version="0.3", polls=2, description="Speaks A2A 0.3."),
-        RemoteAgent("endless", "work", polls=10**9),
-        RemoteAgent("hiccup", "work", polls=3, hiccup=True),
-        RemoteAgent("private", "reply", token="s3cret"),
-    ]
-
 
 @pytest.fixture
 async def a2a_server() -> AsyncIterator[A2AServer]:
-    server = A2AServer(agents())
+    server = A2AServer(roster())
     async with serving(server.app(), server.port):
         yield server
 

@@ -6,10 +6,9 @@ import asyncio
 import uuid
 
 import pytest
-from a2a_agents import A2AServer
+from a2a_agents import A2AServer, roster
 from a2a_http import free_port, serving
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
-from conftest import agents
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
@@ -72,7 +71,7 @@ async def test_failed_remote_task_is_a_non_retryable_error_naming_the_reason(tim
 
 async def test_delegate_is_retried_while_the_agent_is_down(time_skipping_env, task_queue, a2a_worker):
     port = free_port()
-    server = A2AServer(agents(), port=port)
+    server = A2AServer(roster(), port=port)
     async with a2a_worker:
         handle = await time_skipping_env.client.start_workflow(
             DelegateWorkflow.run, delegate(server.url("echo"), "are you up?"), id=f"down-{uuid.uuid4().hex[:8]}", task_queue=task_queue
