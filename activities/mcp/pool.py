@@ -71,8 +71,10 @@ class McpPool:
                 if cursor is None:
                     return tools
         except MCPError as err:
-            await self._discard(spec, connection)
-            raise McpUnavailable(f"MCP server {spec.name!r} failed to list its tools: {err}") from err
+            if err.code == CONNECTION_CLOSED:
+                await self._discard(spec, connection)
+                raise McpUnavailable(f"MCP server {spec.name!r} went away while listing its tools") from err
+            raise McpConfigError(f"MCP server {spec.name!r} cannot list its tools: {err}. Is it an MCP server with tools?") from err
         raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
 
     async def call_tool(self, spec: McpServer, name: str, arguments: dict[str, Any]) -> CallToolResult:
