@@ -87,7 +87,7 @@ class A2AAgentServer:
 
     def card(self, version: str) -> dict[str, Any]:
         """The agent card: 1.0 lists both interfaces; 0.3 names the endpoint in `url`."""
-        description = self.agent.description or self.agent.instructions.strip().splitlines()[0]
+        description = self.agent.description or next(iter(self.agent.instructions.strip().splitlines()), "")
         card: dict[str, Any] = {
             "name": self.agent.name,
             "description": description,
@@ -189,7 +189,7 @@ class A2AAgentServer:
             raise RpcError(-32603, f"Internal error: Temporal did not answer ({err}); try again") from None
         context_id = await self._context_id(handle) or task_id
         status = description.status
-        if status == WorkflowExecutionStatus.RUNNING:
+        if status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
             return TaskView(task_id, context_id, "working")
         if status == WorkflowExecutionStatus.COMPLETED:
             return _ended(task_id, context_id, await handle.result())
