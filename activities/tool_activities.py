@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.plugin import SimplePlugin
 
-from activities.mcp import McpConfigError, McpPool, McpToolError, McpUnavailable, catalog, render
+from activities.mcp import McpConfigError, McpPool, McpServerExited, McpToolError, McpUnavailable, catalog, render
 from activities.tools.registry import (
     KindHandler,
     RetryableToolError,
@@ -131,7 +131,15 @@ class ToolActivities:
     async def _call_mcp(self, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> str:
         if spec.server is None:
             raise McpConfigError(f"tool {spec.name} is of kind mcp but names no server")
-        result = await self.mcp.call_tool(spec.server, spec.remote_name or spec.name, arguments)
+        name = spec.remote_name or spec.name
+        try:
+            result = await self.mcp.call_tool(spec.server, name, arguments)
+        except McpServerExited:
+            if spec.side_effecting:
+                raise
+            # A read-only tool has no effect to repeat: run it once more, on the restarted server.
+            activity.logger.info("MCP server %r exited during read-only %s; calling it once more", spec.server.name, name)
+            result = await self.mcp.call_tool(spec.server, name, arguments)
         if result.is_error:
             raise McpToolError(render(result))
         return render(result)

@@ -22,6 +22,10 @@ class McpToolError(Exception):
 
 
 class McpServerExited(Exception):
-    """The server went away while a call was in flight; it is started again on the next call."""
+    """The server went away while a call was in flight; it is started again on the next call.
+
+    A read-only tool is then called once more; any other is not, as it may
+    have had its effect (and a call that crashes its server would again).
+    """
 
     hint = "The server is restarted on the next call; call the tool again only if running it twice is safe."

@@ -97,6 +97,11 @@ class McpPool:
             raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
         return result
 
+    def alive(self, spec: McpServer) -> bool:
+        """Whether a live connection to `spec` is open now (a dead one is replaced on its next use)."""
+        connection = self._connections.get(self.key(spec))
+        return connection is not None and connection.alive
+
     async def aclose(self) -> None:
         """Close every connection (stopping stdio servers); the pool can be used again afterwards."""
         connections, self._connections = list(self._connections.values()), {}

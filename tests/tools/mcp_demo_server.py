@@ -38,6 +38,14 @@ def build_server() -> MCPServer:
         """Kill the server process in the middle of the call."""
         os._exit(3)
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def crash_once(marker: str) -> str:
+        """Kill the server the first time (leaving `marker` as a file), answer the next time."""
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(3)
+        return "answered after a restart"
+
     @server.tool()
     def fail(reason: str) -> str:
         """Fail with the given reason, reported as a tool error (isError)."""

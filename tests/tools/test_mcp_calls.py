@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import socket
 
 import pytest
@@ -59,6 +61,24 @@ async def test_crashed_stdio_server_is_restarted_on_the_next_call(tool_activitie
     assert "closed the connection while running 'crash'" in json.loads(crashed.content)["error"]
     assert not after.is_error
     assert after.content != before.content
+
+
+async def test_read_only_tool_that_crashed_its_server_is_called_once_more(tool_activities, tmp_path):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+    result = await call(tool_activities, tools["crash_once"], {"marker": str(tmp_path / "crashed")})
+    assert (result.is_error, result.content) == (False, "answered after a restart")
+
+
+async def test_server_that_died_between_calls_is_restarted_without_an_error(tool_activities):
+    server = stdio_demo()
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[server]))
+    before = int((await call(tool_activities, tools["pid"])).content)
+    os.kill(before, signal.SIGKILL)
+    while tool_activities.mcp.alive(server):
+        await asyncio.sleep(0.01)
+    after = await call(tool_activities, tools["pid"])
+    assert not after.is_error
+    assert int(after.content) != before
 
 
 async def test_closing_the_tool_activities_stops_stdio_servers(tool_activities):

@@ -37,7 +37,8 @@ async def test_allowlisted_tool_the_server_lacks_fails_with_the_tools_it_offers(
     with pytest.raises(ApplicationError) as caught:
         await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["lookup", "nope"])]))
     assert caught.value.non_retryable
-    assert "MCP server 'demo' has no tool(s) nope (it offers: add, crash, echo" in caught.value.message
+    assert "MCP server 'demo' has no tool(s) nope (it offers: add, crash, " in caught.value.message
+    assert "fix `tools` of that server in the agent file" in caught.value.message
 
 
 async def test_mcp_tool_named_like_a_worker_tool_is_prefixed_with_its_server(tool_activities):
