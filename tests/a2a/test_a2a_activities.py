@@ -91,6 +91,13 @@ async def test_a_retry_after_a_failed_poll_follows_the_same_remote_task(time_ski
     assert a2a_server.calls[("hiccup", "GetTask")] == 3
 
 
+async def test_a_busy_agent_is_asked_again_after_its_retry_after(time_skipping_env, task_queue, a2a_server, a2a_worker):
+    async with a2a_worker:
+        result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("busy"), "hello"))
+    assert result.text == "echo: hello"
+    assert a2a_server.calls[("busy", "SendMessage")] == 2
+
+
 async def test_delegate_speaks_a2a_0_3_to_an_agent_with_a_legacy_card(time_skipping_env, task_queue, a2a_server, a2a_worker):
     async with a2a_worker:
         result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("legacy"), "history of A2A"))
