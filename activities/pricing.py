@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,9 +56,14 @@ PRICES: dict[str, Price] = {
     "anthropic:claude-haiku-4-5": Price(1.0, 5.0, 0.10),
     "anthropic:claude-3-5-haiku": Price(0.80, 4.0, 0.08),
 }
-"""Entries are keyed `provider:model`; `openai-responses:` models use the `openai:` prices."""
+"""Entries are keyed `provider:model`; `openai-responses:` models use the `openai:` prices.
+
+List prices as published when this table was written: check them against the
+provider's pricing page and override what has changed (`STALWART_PRICES`).
+"""
 
 _ALIASES = {"openai-responses": "openai"}
+_DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
 def register_price(model: str, price: Price) -> None:
@@ -79,17 +85,15 @@ def load_prices(path: str | Path) -> None:
 
 
 def price_of(model: str) -> Price | None:
-    """The price of `provider:model`; a dated or suffixed name (`claude-haiku-4-5-20251001`) uses its base entry."""
+    """The price of `provider:model`; a dated name (`claude-haiku-4-5-20251001`, `gpt-4.1-2025-04-14`) uses its base entry."""
     env_file = os.environ.get(PRICES_ENV)
     if env_file:
         load_prices(env_file)
     provider, _, name = model.partition(":")
     key = f"{_ALIASES.get(provider, provider)}:{name}" if name else provider
-    if key in PRICES:
-        return PRICES[key]
-    matches = [k for k in PRICES if key.startswith(k + "-")]
-    if matches:
-        return PRICES[max(matches, key=len)]
+    base = _DATED.sub("", key)
+    if base in PRICES:
+        return PRICES[base]
     if provider in SELF_HOSTED:
         return Price(0.0, 0.0)
     return None

@@ -11,7 +11,7 @@ from contracts.agent import AgentSpec
 AUTO = "auto"
 DEFAULT_MODELS = (
     ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
-    ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-haiku-4-5"),
 )
 KEY_ENVS = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 

@@ -28,6 +28,8 @@ class Flavor:
     base_url: Callable[[Script], str]
     results_of: Callable[[dict[str, Any]], list[tuple[str, str]]]
     """(call id, content) of the tool results in a request body, in order."""
+    texts_of: Callable[[dict[str, Any]], list[tuple[str, str]]]
+    """(role, text) of the system prompt and the text messages of a request body, in order."""
 
 
 def _chat_results(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -43,11 +45,26 @@ def _anthropic_results(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(b["tool_use_id"], b["content"]) for m in users for b in m["content"] if b.get("type") == "tool_result"]
 
 
+def _chat_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in body["messages"] if isinstance(m.get("content"), str)]
+
+
+def _responses_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [("system", body["instructions"])] + [(i["role"], i["content"]) for i in body["input"] if isinstance(i.get("content"), str)]
+
+
+def _anthropic_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
+    texts = [("system", body["system"])]
+    for message in body["messages"]:
+        texts += [(message["role"], b["text"]) for b in message["content"] if b.get("type") == "text"]
+    return texts
+
+
 FLAVORS = [
-    Flavor("openai-chat", "openai:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _chat_results),
-    Flavor("openai-responses", "openai-responses:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _responses_results),
-    Flavor("anthropic", "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY", None, lambda s: s.anthropic_base_url, _anthropic_results),
-    Flavor("openai-compatible", "openai-compatible:llama3.1", "LOCAL_LLM_KEY", "LOCAL_LLM_KEY", lambda s: s.openai_base_url, _chat_results),
+    Flavor("openai-chat", "openai:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _chat_results, _chat_texts),
+    Flavor("openai-responses", "openai-responses:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _responses_results, _responses_texts),
+    Flavor("anthropic", "anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY", None, lambda s: s.anthropic_base_url, _anthropic_results, _anthropic_texts),
+    Flavor("openai-compatible", "openai-compatible:llama3.1", "LOCAL_LLM_KEY", "LOCAL_LLM_KEY", lambda s: s.openai_base_url, _chat_results, _chat_texts),
 ]
 
 

@@ -149,3 +149,28 @@ async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_e
     assert len(script.requests) == 2
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == LONG_ANSWER
     assert not [e for e in events if isinstance(e, AnswerRetracted)]
+
+
+async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.1), Reply(text=ANSWER, pause=0.1))
+    async with streaming_worker(time_skipping_env, task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
+        events = [event async for event in stream_answer(handle, poll_interval=0.05)]
+    shown: dict[int, str] = {}
+    for event in events:
+        shown[event.step] = shown.get(event.step, "") + event.text if isinstance(event, AnswerDelta) else ""
+    assert "".join(shown.values()) == ANSWER
+
+
+async def test_streaming_adds_no_history_events(time_skipping_env, task_queue, wire, flavor: Flavor):
+    async def events_of_run(answer: str, queue: str) -> int:
+        script = wire.script(Reply(calls=(CALC,)), Reply(text=answer, pause=0.02))
+        async with streaming_worker(time_skipping_env, queue):
+            handle = await start_run(time_skipping_env, queue, agent_for(flavor, script), "What is 17*23+4?")
+            async for _ in stream_answer(handle, poll_interval=0.05):
+                pass
+            return len((await handle.fetch_history()).events)
+
+    short = await events_of_run("395.", task_queue)
+    long = await events_of_run(" ".join(["word"] * 60), task_queue + "-long")
+    assert short == long

@@ -1,0 +1,92 @@
+"""Prices, cost budgets, model choice by available keys, and what error messages keep out."""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from activities.pricing import PRICES_ENV, Price, price_of, priced
+from activities.providers import ModelRequestError, ModelUnavailableError, choose_model
+from activities.providers.errors import Target, retry_after_seconds, translate
+from contracts import AgentSpec, Budgets
+from contracts.messages import Usage
+from flavors import FLAVORS, agent_for, run_agent
+from wire_server.script import Call, Reply
+
+
+def test_price_counts_cached_input_at_its_own_rate():
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cached_tokens=400_000)
+    assert Price(input=1.0, output=4.0, cached_input=0.25).cost(usage) == pytest.approx(0.6 + 0.1 + 4.0)
+
+
+def test_dated_model_names_use_their_base_price():
+    assert price_of("anthropic:claude-haiku-4-5-20251001") == price_of("anthropic:claude-haiku-4-5")
+    assert price_of("openai-responses:gpt-4.1-2025-04-14") == price_of("openai:gpt-4.1")
+
+
+def test_price_table_is_extended_from_the_file_named_in_the_environment(tmp_path, monkeypatch):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"openai-compatible:qwen3": {"input": 0.2, "output": 0.6}}))
+    monkeypatch.setenv(PRICES_ENV, str(table))
+    assert price_of("openai-compatible:qwen3") == Price(input=0.2, output=0.6)
+
+
+def test_cost_budget_on_an_unpriced_model_is_a_config_error_naming_the_fix():
+    agent = AgentSpec(name="a", model="openai:gpt-unknown", budgets=Budgets(max_cost_usd=1.0))
+    with pytest.raises(Exception, match=PRICES_ENV):
+        priced(agent, Usage(input_tokens=1))
+
+
+async def test_cost_budget_stops_the_run_with_max_cost(time_skipping_env, task_queue, wire, monkeypatch):
+    flavor = FLAVORS[0]
+    monkeypatch.setenv(flavor.key_env, "sk-test-budget-0123456789")
+    expensive = Reply(calls=(Call("calculator", {"expression": "1+1"}),), input_tokens=500_000, output_tokens=50_000)
+    script = wire.script(expensive, expensive, Reply(text="never reached"))
+    agent = agent_for(flavor, script, budgets=Budgets(max_cost_usd=0.5))
+    result = await run_agent(time_skipping_env, task_queue, agent)  # each turn costs $0.28 on gpt-4.1-mini
+    assert result.stop_reason == "max_cost" and len(script.requests) == 2 and result.usage.cost_usd >= 0.5
+
+
+def test_auto_runs_on_openai_when_its_key_is_set():
+    choice = choose_model(AgentSpec(name="a", model="auto"), {"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "sk-y"})
+    assert choice.model.startswith("openai:") and "OPENAI_API_KEY" in choice.reason
+
+
+def test_auto_runs_on_anthropic_when_only_its_key_is_set():
+    assert choose_model(AgentSpec(name="a", model="auto"), {"ANTHROPIC_API_KEY": "sk-y"}).model.startswith("anthropic:")
+
+
+def test_auto_without_keys_runs_on_the_scripted_model_and_says_so():
+    choice = choose_model(AgentSpec(name="a", model="auto"), {})
+    assert choice.model == "scripted" and "scripted" in choice.reason
+
+
+def test_named_model_without_its_key_falls_back_to_scripted_replies():
+    agent = AgentSpec(name="a", model="openai:gpt-4.1-mini", scripted=[{"text": "hi"}])
+    choice = choose_model(agent, {})
+    assert choice.model == "scripted" and "OPENAI_API_KEY is not set" in choice.reason
+
+
+def test_retry_after_accepts_seconds_milliseconds_and_dates():
+    assert retry_after_seconds({"retry-after": "7"}) == 7
+    assert retry_after_seconds({"retry-after-ms": "1500"}) == 1.5
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+
+
+def test_error_messages_keep_out_the_key_even_when_the_provider_echoes_it():
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    response = httpx2.Response(401, request=request, json={"error": {"message": "Incorrect API key provided: sk-live-SECRET123456"}})
+    err = openai.AuthenticationError("401", response=response, body=response.json())
+    translated = translate(err, Target("openai", "gpt-4.1", "OPENAI_API_KEY"), "sk-live-SECRET123456")
+    assert isinstance(translated, ModelRequestError) and "SECRET123456" not in str(translated) and "OPENAI_API_KEY" in str(translated)
+
+
+def test_overloaded_anthropic_is_retryable():
+    request = httpx2.Request("POST", "http://x/v1/messages")
+    response = httpx2.Response(529, request=request, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    err = anthropic.APIStatusError("overloaded", response=response, body=response.json())
+    assert isinstance(translate(err, Target("anthropic", "claude-haiku-4-5", "ANTHROPIC_API_KEY"), None), ModelUnavailableError)
