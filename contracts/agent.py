@@ -79,7 +79,10 @@ class McpStdioServer(_McpServerBase):
         default_factory=dict,
         description="Added to a minimal environment; `${NAME}` is read from the worker's environment, keeping secrets out of history.",
     )
-    cwd: str | None = Field(None, description="Working directory of the server; relative `args` are relative to it.")
+    cwd: str | None = Field(
+        None,
+        description="Working directory of the server; relative `args` are relative to it. Agent files default it to their own directory.",
+    )
 
 
 class McpHttpServer(_McpServerBase):
