@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities import pricing, protocols, providers
 from activities.providers.base import ModelError
@@ -21,7 +21,12 @@ from contracts.messages import AssistantTurn
 
 @activity.defn(name="model_turn")
 async def model_turn(request: ModelRequest) -> AssistantTurn:
-    """Read the conversation from the workflow, call the agent's provider, return its normalised turn."""
+    """Read the conversation from the workflow, call the agent's provider, return its normalised turn.
+
+    Retryable failures (rate limits, overload, broken streams) are logged in
+    one line and raised as BENIGN, so expected retries do not print a
+    traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
+    """
     info = activity.info()
     handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
     context = await handle.query("model_context", request, result_type=ModelContext)
@@ -34,9 +39,12 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
         publisher.flush()
         return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
     except ModelError as err:
+        if err.retryable:
+            activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
         raise ApplicationError(
             str(err),
             type=type(err).__name__,
             non_retryable=not err.retryable,
             next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
+            category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
         ) from err

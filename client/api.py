@@ -17,6 +17,7 @@ from temporalio.service import RPCError
 
 from client.agent_files import load_agent
 from client.connection import connect
+from client.stream import StreamEvent, stream_answer
 from contracts import names
 from contracts.agent import AgentSpec
 from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord
@@ -71,6 +72,10 @@ class RunHandle:
     async def cancel(self) -> None:
         """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
         await self._handle.cancel()
+
+    def stream(self, poll_interval: float = 0.1) -> AsyncIterator[StreamEvent]:
+        """The final answer's text as the model generates it, until the run ends (see `client.stream`)."""
+        return stream_answer(self._handle, poll_interval=poll_interval)
 
     async def watch(self, poll_interval: float = 0.2) -> AsyncIterator[StepRecord]:
         """Yield each step once it has finished, in log order, until the run ends."""

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from activities.pricing import price_of
+from client.api import StalwartClient
 from client.stream import AnswerDelta, AnswerRetracted, stream_answer
 from contracts.messages import Usage
 from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
@@ -130,10 +131,11 @@ async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, w
 
 async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(calls=(CALC,)), Reply(text=LONG_ANSWER, pause=0.1))
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
     async with streaming_worker(time_skipping_env, task_queue):
-        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
-        events = [event async for event in stream_answer(handle, poll_interval=0.05)]
-        result = await handle.result()
+        run = await stalwart.start(agent_for(flavor, script), "What is 17*23+4?")
+        events = [event async for event in run.stream(poll_interval=0.05)]
+        result = await run.result()
     deltas = [e.text for e in events if isinstance(e, AnswerDelta)]
     print(f"\n{flavor.id}: the answer arrived in {len(deltas)} pieces")
     assert "".join(deltas) == result.answer == LONG_ANSWER
