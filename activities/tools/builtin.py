@@ -111,6 +111,8 @@ class HttpPolicy:
     allowed_hosts: tuple[str, ...] = ()
     max_bytes: int = DEFAULT_MAX_BYTES
     timeout_seconds: float = 30.0
+    setting: str = HTTP_HOSTS_ENV
+    """Where the allowlist comes from, named in refusals so the user knows what to change."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpPolicy:
@@ -127,12 +129,12 @@ class HttpPolicy:
             raise ValueError(f"cannot fetch {url}: only http:// and https:// URLs are supported")
         if not self.allowed_hosts:
             raise NotAllowed(
-                f"http_get is off on this worker; set {HTTP_HOSTS_ENV} to the hosts it may fetch (e.g. example.com,*.python.org)"
+                f"http_get is off on this worker; set {self.setting} to the hosts it may fetch (e.g. example.com,*.python.org)"
             )
         if not self.allows(url.host):
             what = "redirected to host" if redirected else "host"
             raise NotAllowed(
-                f"{what} {url.host} is not allowed; add it to {HTTP_HOSTS_ENV} (allowed now: {', '.join(self.allowed_hosts)})"
+                f"{what} {url.host} is not allowed; add it to {self.setting} (allowed now: {', '.join(self.allowed_hosts)})"
             )
 
 
@@ -168,7 +170,8 @@ def http_get_tool(allowed_hosts: tuple[str, ...] | None = None, *, max_bytes: in
         """
         policy = HttpPolicy.from_env()
         if allowed_hosts is not None:
-            policy = HttpPolicy(tuple(h.lower() for h in allowed_hosts), max_bytes or policy.max_bytes)
+            hosts = tuple(h.lower() for h in allowed_hosts)
+            policy = HttpPolicy(hosts, max_bytes or policy.max_bytes, setting="the worker's http_get_tool(allowed_hosts=...)")
         return await fetch(url, policy)
 
     return tool(http_get)
@@ -227,7 +230,10 @@ async def _read_capped(chunks: Any, limit: int) -> tuple[bytes, bool]:
 def _text(body: bytes, encoding: str) -> str:
     if b"\0" in body[:8192]:
         return f"[binary content, {len(body)} bytes, not shown]"
-    return body.decode(encoding, errors="replace")
+    try:
+        return body.decode(encoding, errors="replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", errors="replace")
 
 
 def _int_setting(environ: Mapping[str, str], name: str) -> int:
