@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 from mcp_test_servers import http_demo, stdio_demo
 
+from temporalio.worker import Replayer
+
 from client.api import StalwartClient
 from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from contracts.converter import DATA_CONVERTER
 from workers.worker import build_worker
+from workflows import AgentWorkflow
 
 AGENTS_DIR = Path(__file__).resolve().parents[2] / "agents"
 pytestmark = pytest.mark.slow
@@ -42,7 +46,9 @@ async def test_example_notes_agent_answers_from_its_stdio_server(time_skipping_e
     assert steps[1].result.startswith("Production keeps run histories for 30 days")
 
 
-async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(time_skipping_env, task_queue, http_mcp_url, monkeypatch):
+async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
+    time_skipping_env, task_queue, http_mcp_url, monkeypatch
+):
     monkeypatch.setenv("STALWART_TEST_MCP_TOKEN", "s3cret")
     agent = AgentSpec(
         name="web",
@@ -104,6 +110,22 @@ async def test_bound_parameter_of_an_mcp_tool_overrides_the_model(time_skipping_
     )
     result = await _run(time_skipping_env, task_queue, agent, inputs={"preferred_unit": "celsius"})
     assert _tool_steps(result)[0].result == "Oslo: 21 degrees celsius"
+
+
+async def test_run_with_mcp_tools_replays_from_its_history(time_skipping_env, task_queue):
+    agent = AgentSpec(
+        name="replayed",
+        tools=["calculator"],
+        mcp_servers=[stdio_demo()],
+        scripted=[_calls(("add", {"a": 2, "b": 3})), ScriptedReply(text="5")],
+    )
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await StalwartClient(time_skipping_env.client, task_queue=task_queue).start(agent, "add")
+        await handle.result()
+    history = await time_skipping_env.client.get_workflow_handle(handle.run_id).fetch_history()
+    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER)
+    replay = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replay.replay_failure is None
 
 
 @pytest.mark.xfail(
