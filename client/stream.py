@@ -48,8 +48,13 @@ class AnswerRetracted:
 StreamEvent = AnswerDelta | AnswerRetracted
 
 
-class _Shown:
-    """What was yielded per step, and the events that bring a step to a new text."""
+class ShownText:
+    """What was yielded per step, and the events that bring a step to a new text.
+
+    A retried attempt that regenerates the same words yields nothing until it
+    writes past what was shown; one that writes something else withdraws the
+    old text first.
+    """
 
     def __init__(self) -> None:
         self.text: dict[int, str] = {}
@@ -74,7 +79,7 @@ async def stream_answer(
     Polls the run every `poll_interval` seconds; the server learns new text
     at the worker's heartbeat throttle (see `activities.streaming`).
     """
-    shown = _Shown()
+    shown = ShownText()
     settled: set[int] = set()
     while True:
         description = await handle.describe()
@@ -100,7 +105,7 @@ async def stream_answer(
         await asyncio.sleep(poll_interval)
 
 
-def _settle(shown: _Shown, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]) -> list[StreamEvent]:
+def _settle(shown: ShownText, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]) -> list[StreamEvent]:
     """Bring finished model steps to their final text: the answer for the final step, nothing for the others."""
     events: list[StreamEvent] = []
     for record in steps:

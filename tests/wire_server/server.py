@@ -37,6 +37,8 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    sent: list[float] = field(default_factory=list)
+    """When each streamed event was written (monotonic clock), to measure how fast text reaches a client."""
 
 
 @dataclass
@@ -99,7 +101,8 @@ class WireServer:
             return
         stream, whole, error = route
         index = len(script.requests)
-        script.requests.append(Recorded("/" + path, headers, body, time.monotonic()))
+        recorded = Recorded("/" + path, headers, body, time.monotonic())
+        script.requests.append(recorded)
         if index >= len(script.steps):
             await _json(writer, 400, error("invalid_request_error", f"wire server: the script has no step {index + 1}"))
             return
@@ -127,6 +130,7 @@ class WireServer:
                     return
                 writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                 await writer.drain()
+                recorded.sent.append(time.monotonic())
                 if reply.pause:
                     await asyncio.sleep(reply.pause)
             writer.write(b"0\r\n\r\n")
