@@ -11,7 +11,7 @@ from client.api import StalwartClient
 from client.stream import AnswerDelta, AnswerRetracted, stream_answer
 from contracts.messages import Usage
 from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
-from wire_server.script import Call, Cut, Fail, Reply, Stall
+from wire_server.script import Broken, Call, Cut, Fail, Reply, Stall
 
 CALC = Call("calculator", {"expression": "17*23+4"})
 ANSWER = "The answer is 395."
@@ -176,3 +176,36 @@ async def test_streaming_adds_no_history_events(time_skipping_env, task_queue, w
     short = await events_of_run("395.", task_queue)
     long = await events_of_run(" ".join(["word"] * 60), task_queue + "-long")
     assert short == long
+
+
+async def test_unknown_model_fails_at_once_naming_the_model(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Fail(404, "not_found_error", "The model does not exist or you do not have access to it."))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, len(script.requests)) == ("error", 1)
+    assert "404" in result.error and repr(flavor.model.split(":", 1)[1]) in result.error and "model name" in result.error
+
+
+async def test_error_event_in_the_middle_of_a_stream_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Broken(Reply(text=LONG_ANSWER), events=4, kind="overloaded_error", message="Overloaded"), Reply(text=LONG_ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
+
+
+async def test_assistant_turn_goes_back_in_its_native_form(time_skipping_env, task_queue, wire, flavor: Flavor):
+    """Prompty §9.4: Anthropic blocks whole (signed thinking included), Responses items verbatim, chat arguments as written."""
+    spaced = Call("calculator", raw_arguments='{ "expression" :  "17*23+4" }')
+    script = wire.script(Reply(text="Calculating.", calls=(spaced,), thinking="Multiply first."), Reply(text=ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
+    assert result.stop_reason == "done"
+    body = script.requests[1].body
+    if flavor.id == "anthropic":
+        [assistant] = [m for m in body["messages"] if m["role"] == "assistant"]
+        assert [b["type"] for b in assistant["content"]] == ["thinking", "text", "tool_use"]
+        assert assistant["content"][0]["signature"] == "sig-thinking-1"
+    elif flavor.id == "openai-responses":
+        kinds = [(i.get("type"), i.get("id")) for i in body["input"] if i.get("type") in ("reasoning", "message", "function_call")]
+        assert kinds == [("reasoning", "rs_1"), ("message", "msg_1"), ("function_call", "fc_0")]
+        assert body["input"][1]["encrypted_content"] == "enc-rs-1"
+    else:
+        [assistant] = [m for m in body["messages"] if m["role"] == "assistant"]
+        assert assistant["tool_calls"][0]["function"]["arguments"] == spaced.raw_arguments

@@ -60,6 +60,18 @@ def chat_error(kind: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
 
 
+def chat_error_event(kind: str, message: str) -> bytes:
+    return sse(chat_error(kind, message))
+
+
+def responses_error_event(kind: str, message: str) -> bytes:
+    return sse({"type": "error", "code": kind, "message": message, "param": None, "sequence_number": 9999}, "error")
+
+
+def anthropic_error_event(kind: str, message: str) -> bytes:
+    return sse(anthropic_error(kind, message), "error")
+
+
 # -- OpenAI Responses -----------------------------------------------------------
 
 
@@ -72,6 +84,11 @@ def responses_stream(reply: Reply, model: str) -> list[bytes]:
 
     emit("response.created", response=_response(model, [], "in_progress", None))
     items: list[dict[str, Any]] = []
+    if reply.thinking:
+        emit("response.output_item.added", output_index=0, item={"type": "reasoning", "id": "rs_1", "summary": []})
+        item = _reasoning_item(reply.thinking)
+        emit("response.output_item.done", output_index=0, item=item)
+        items.append(item)
     if reply.text:
         index = len(items)
         emit("response.output_item.added", output_index=index, item={"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []})
@@ -95,10 +112,15 @@ def responses_stream(reply: Reply, model: str) -> list[bytes]:
 
 
 def responses_json(reply: Reply, model: str) -> dict[str, Any]:
-    items: list[dict[str, Any]] = [_message_item(reply.text)] if reply.text else []
+    items: list[dict[str, Any]] = [_reasoning_item(reply.thinking)] if reply.thinking else []
+    items += [_message_item(reply.text)] if reply.text else []
     items += [{"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": c.name, "arguments": c.arguments_text, "status": "completed"}
               for i, c in enumerate(reply.calls)]
     return _response(model, items, "completed", reply)
+
+
+def _reasoning_item(thinking: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": thinking}], "encrypted_content": "enc-rs-1"}
 
 
 def _message_item(text: str) -> dict[str, Any]:
@@ -127,6 +149,12 @@ def anthropic_stream(reply: Reply, model: str) -> list[bytes]:
     emit("message_start", message={"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": model,
                                    "stop_reason": None, "stop_sequence": None, "usage": _anthropic_usage(reply, output=1)})
     index = 0
+    if reply.thinking:
+        emit("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""})
+        emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": reply.thinking})
+        emit("content_block_delta", index=index, delta={"type": "signature_delta", "signature": "sig-thinking-1"})
+        emit("content_block_stop", index=index)
+        index += 1
     if reply.text:
         emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
         for w in words(reply.text):
@@ -147,7 +175,8 @@ def anthropic_stream(reply: Reply, model: str) -> list[bytes]:
 
 
 def anthropic_json(reply: Reply, model: str) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content: list[dict[str, Any]] = [{"type": "thinking", "thinking": reply.thinking, "signature": "sig-thinking-1"}] if reply.thinking else []
+    content += [{"type": "text", "text": reply.text}] if reply.text else []
     content += [{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": c.arguments} for i, c in enumerate(reply.calls)]
     return {"id": "msg_1", "type": "message", "role": "assistant", "content": content, "model": model,
             "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None, "usage": _anthropic_usage(reply, reply.output_tokens)}

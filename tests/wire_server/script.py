@@ -30,6 +30,8 @@ class Reply:
     output_tokens: int = 8
     cached_tokens: int = 0
     pause: float = 0.0
+    thinking: str = ""
+    """Reasoning sent before the text: an Anthropic thinking block (signed), a Responses reasoning item."""
 
 
 @dataclass(frozen=True)
@@ -57,4 +59,14 @@ class Cut:
     events: int
 
 
-Step = Reply | Fail | Stall | Cut
+@dataclass(frozen=True)
+class Broken:
+    """Stream the first `events` events of `reply`, then the provider's in-stream error event (e.g. overloaded)."""
+
+    reply: Reply
+    events: int
+    kind: str
+    message: str
+
+
+Step = Reply | Fail | Stall | Cut | Broken

@@ -18,12 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wire_server import formats
-from wire_server.script import Cut, Fail, Reply, Stall, Step
+from wire_server.script import Broken, Cut, Fail, Reply, Stall, Step
 
-_ROUTES: dict[str, tuple[Callable[[Reply, str], list[bytes]], Callable[[Reply, str], dict[str, Any]], Callable[[str, str], dict[str, Any]]]] = {
-    "/v1/chat/completions": (formats.chat_stream, formats.chat_json, formats.chat_error),
-    "/v1/responses": (formats.responses_stream, formats.responses_json, formats.chat_error),
-    "/v1/messages": (formats.anthropic_stream, formats.anthropic_json, formats.anthropic_error),
+@dataclass(frozen=True)
+class WireFormat:
+    stream: Callable[[Reply, str], list[bytes]]
+    whole: Callable[[Reply, str], dict[str, Any]]
+    error: Callable[[str, str], dict[str, Any]]
+    error_event: Callable[[str, str], bytes]
+
+
+_ROUTES: dict[str, WireFormat] = {
+    "/v1/chat/completions": WireFormat(formats.chat_stream, formats.chat_json, formats.chat_error, formats.chat_error_event),
+    "/v1/responses": WireFormat(formats.responses_stream, formats.responses_json, formats.chat_error, formats.responses_error_event),
+    "/v1/messages": WireFormat(formats.anthropic_stream, formats.anthropic_json, formats.anthropic_error, formats.anthropic_error_event),
 }
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable", 529: "Overloaded"}
@@ -99,7 +107,7 @@ class WireServer:
         if method != "POST" or script is None or route is None:
             await _json(writer, 404, {"error": {"message": f"no route {method} {target}", "type": "not_found"}})
             return
-        stream, whole, error = route
+        error = route.error
         index = len(script.requests)
         recorded = Recorded("/" + path, headers, body, time.monotonic())
         script.requests.append(recorded)
@@ -119,10 +127,12 @@ class WireServer:
                 pass
         elif not body.get("stream"):
             assert isinstance(step, Reply), "only replies can be sent as one JSON body"
-            await _json(writer, 200, whole(step, model))
+            await _json(writer, 200, route.whole(step, model))
         else:
-            reply = step.reply if isinstance(step, Cut) else step
-            events = stream(reply, model)
+            reply = step if isinstance(step, Reply) else step.reply
+            events = route.stream(reply, model)
+            if isinstance(step, Broken):
+                events = [*events[: step.events], route.error_event(step.kind, step.message)]
             await _start_sse(writer)
             for n, event in enumerate(events):
                 if isinstance(step, Cut) and n == step.events:
