@@ -4,13 +4,16 @@ Naming policy: an MCP tool keeps its own name unless that name is taken -
 by one of the agent's `tools`, by a tool the worker registers (whose handler
 would otherwise answer calls by name), or by a tool of another of the
 agent's MCP servers. Then every MCP tool of that name is offered as
-`<server>__<tool>`. The agent's own `tools` never change name. If a name is
-still not unique after that, describing the tools fails and says which
-tools clash and how to drop one (a server's `tools` allowlist).
+`<server>__<tool>`. The agent's own `tools` never change name. Characters
+that model APIs refuse in tool names (anything but letters, digits, `_` and
+`-`) become `_`. If a name is still not unique after that, describing the
+tools fails and says which tools clash and how to drop one (a server's
+`tools` allowlist).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 
@@ -22,6 +25,7 @@ from contracts.tools import ToolSpec
 
 McpServer = McpStdioServer | McpHttpServer
 SEPARATOR = "__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def allowed(spec: McpServer, tools: Sequence[Tool]) -> list[Tool]:
@@ -49,7 +53,8 @@ def tool_specs(servers: Sequence[tuple[McpServer, Sequence[Tool]]], taken: Colle
     specs = []
     for spec, tool in kept:
         clash = counts[tool.name] > 1 or tool.name in taken or tool.name in own
-        specs.append(_spec(spec, tool, f"{spec.name}{SEPARATOR}{tool.name}" if clash else tool.name))
+        name = f"{spec.name}{SEPARATOR}{tool.name}" if clash else tool.name
+        specs.append(_spec(spec, tool, _UNSAFE.sub("_", name)))
     _check_unique(specs, own)
     return specs
 

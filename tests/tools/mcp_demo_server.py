@@ -56,6 +56,11 @@ def build_server() -> MCPServer:
         """Echo from the MCP server (its name clashes with the worker's built-in echo)."""
         return f"mcp echo: {text}"
 
+    @server.tool(name="kb.search")
+    def kb_search(query: str) -> str:
+        """A tool whose name has a dot, which model APIs refuse in tool names."""
+        return f"kb results for {query}"
+
     @server.tool()
     def weather(city: str, unit: str) -> str:
         """Today's weather in a city, in the given unit."""

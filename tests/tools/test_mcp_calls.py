@@ -37,6 +37,12 @@ async def test_http_tool_result_is_returned_as_text(tool_activities, http_mcp_ur
     assert (result.is_error, result.content) == (False, "MCP carries tools over JSON-RPC.")
 
 
+async def test_renamed_tool_is_called_by_its_name_on_the_server(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["kb.search"])]))
+    result = await call(tool_activities, tools["kb_search"], {"query": "retries"})
+    assert (result.is_error, result.content) == (False, "kb results for retries")
+
+
 async def test_is_error_result_reaches_the_model_as_a_tool_error(tool_activities):
     tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
     result = await call(tool_activities, tools["fail"], {"reason": "no quota"})

@@ -56,6 +56,12 @@ async def test_tool_offered_by_two_servers_is_prefixed_on_both(tool_activities):
     assert sorted(tools) == ["left__add", "right__add"]
 
 
+async def test_tool_name_a_model_api_would_refuse_is_made_safe(tool_activities):
+    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["kb.search"])]))
+    assert list(tools) == ["kb_search"]
+    assert tools["kb_search"].remote_name == "kb.search"
+
+
 async def test_names_still_ambiguous_after_prefixing_fail_clearly():
     @tool(name="demo__add")
     def prefixed(a: int) -> int:
