@@ -18,6 +18,8 @@ from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "anthropic"
+_REBUILT = {"text", "tool_use"}
+"""Blocks rebuilt from the turn's text and calls; a turn with others (signed thinking) keeps its blocks, in history once."""
 DEFAULT_MAX_TOKENS = 8192
 """Anthropic requires max_tokens; used when the agent sets no `max_output_tokens`."""
 
@@ -136,7 +138,8 @@ def _turn(blocks: list[dict[str, Any]], json_parts: dict[int, list[str]], order:
             block["input"] = arguments
             calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments, arguments_error=problem))
     text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
-    return AssistantTurn(text=text, tool_calls=calls, usage=usage, model=model, provider_raw={RAW_KEY: blocks})
+    plain = all(b["type"] in _REBUILT for b in blocks)
+    return AssistantTurn(text=text, tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: blocks})
 
 
 def _usage(reported: Any, known: Usage) -> Usage:

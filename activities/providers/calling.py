@@ -18,7 +18,8 @@ from activities.providers.base import ModelUnavailableError
 from contracts.agent import AgentSpec
 from contracts.messages import AssistantTurn
 
-FIRST_TOKEN_SECONDS = 60.0
+FIRST_TOKEN_SECONDS = 90.0
+"""Reasoning models on Chat Completions send nothing until they have thought; 90 s leaves room for that."""
 STALL_SECONDS = 60.0
 CONNECT_SECONDS = 10.0
 
@@ -70,7 +71,7 @@ _END = object()
 
 
 def first_token_seconds(extra: dict[str, object]) -> float:
-    """The agent's first-token deadline (`extra.first_token_seconds`), default 60 s."""
+    """The agent's first-token deadline (`extra.first_token_seconds`), default 90 s."""
     return float(extra.get("first_token_seconds", FIRST_TOKEN_SECONDS))  # type: ignore[arg-type]
 
 

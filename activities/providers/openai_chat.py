@@ -1,9 +1,10 @@
 """OpenAI Chat Completions, for OpenAI itself and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
 
 Wire format (Prompty §9.4): the assistant message carries `tool_calls`, each
-result goes back as its own `tool` message with `tool_call_id`. The assistant
-message is kept as sent (`provider_raw`), so malformed argument text goes back
-to the model exactly as it wrote it.
+result goes back as its own `tool` message with `tool_call_id`. A message
+with malformed arguments is kept as sent (`provider_raw`), so the model sees
+exactly what it wrote next to the error; others are rebuilt from the turn,
+which keeps each turn in the history once.
 """
 
 from __future__ import annotations
@@ -141,5 +142,6 @@ def _turn(text: str, calls: dict[int, dict[str, Any]], usage: Usage, step: int, 
     raw: dict[str, Any] = {"role": "assistant", "content": text or None}
     if raw_calls:
         raw["tool_calls"] = raw_calls
-    return AssistantTurn(text=text, tool_calls=tool_calls, usage=usage, model=model, provider_raw={RAW_KEY: raw})
+    as_written = any(call.arguments_error for call in tool_calls)
+    return AssistantTurn(text=text, tool_calls=tool_calls, usage=usage, model=model, provider_raw={RAW_KEY: raw} if as_written else None)
 

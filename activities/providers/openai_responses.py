@@ -20,6 +20,8 @@ from contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "openai_responses"
 _DONE = {"response.completed", "response.incomplete"}
+_REBUILT = {"message", "function_call"}
+"""Items rebuilt from the turn's text and calls; a turn with others (reasoning) keeps its items, in history once."""
 
 
 class OpenAIResponsesProvider:
@@ -133,4 +135,5 @@ def _turn(response: Any, model: str) -> AssistantTurn:
             output_tokens=response.usage.output_tokens,
             cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
         )
-    return AssistantTurn(text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw={RAW_KEY: raw})
+    plain = all(item["type"] in _REBUILT for item in raw)
+    return AssistantTurn(text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: raw})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -11,7 +12,7 @@ from client.api import StalwartClient
 from client.stream import AnswerDelta, AnswerRetracted, stream_answer
 from contracts.messages import Usage
 from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
-from wire_server.script import Broken, Call, Cut, Fail, Reply, Stall
+from wire_server.script import Broken, Call, Cut, Fail, Freeze, Reply, Stall
 
 CALC = Call("calculator", {"expression": "17*23+4"})
 ANSWER = "The answer is 395."
@@ -89,6 +90,13 @@ async def test_slow_first_token_is_cut_and_retried(time_skipping_env, task_queue
 async def test_stream_cut_midway_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Cut(Reply(text=LONG_ANSWER), events=4), Reply(text=LONG_ANSWER))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
+
+
+async def test_stream_that_goes_silent_midway_is_cut_and_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Freeze(Reply(text=LONG_ANSWER), events=4, seconds=60), Reply(text=LONG_ANSWER))
+    agent = agent_for(flavor, script, tools=[], extra={"stall_seconds": 1})
+    result = await run_agent(time_skipping_env, task_queue, agent)
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
 
 
@@ -192,7 +200,8 @@ async def test_error_event_in_the_middle_of_a_stream_is_retried(time_skipping_en
 
 
 async def test_assistant_turn_goes_back_in_its_native_form(time_skipping_env, task_queue, wire, flavor: Flavor):
-    """Prompty §9.4: Anthropic blocks whole (signed thinking included), Responses items verbatim, chat arguments as written."""
+    """Prompty §9.4: Anthropic blocks whole (signed thinking included), Responses items verbatim, chat `tool_calls` with their ids."""
+    spaced_arguments = {"expression": "17*23+4"}
     spaced = Call("calculator", raw_arguments='{ "expression" :  "17*23+4" }')
     script = wire.script(Reply(text="Calculating.", calls=(spaced,), thinking="Multiply first."), Reply(text=ANSWER))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
@@ -208,4 +217,5 @@ async def test_assistant_turn_goes_back_in_its_native_form(time_skipping_env, ta
         assert body["input"][1]["encrypted_content"] == "enc-rs-1"
     else:
         [assistant] = [m for m in body["messages"] if m["role"] == "assistant"]
-        assert assistant["tool_calls"][0]["function"]["arguments"] == spaced.raw_arguments
+        [call] = assistant["tool_calls"]
+        assert (assistant["content"], call["id"], json.loads(call["function"]["arguments"])) == ("Calculating.", "call_0", spaced_arguments)

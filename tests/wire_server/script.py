@@ -60,6 +60,15 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Freeze:
+    """Stream the first `events` events of `reply`, then go silent for `seconds` (a stream that hangs midway)."""
+
+    reply: Reply
+    events: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Broken:
     """Stream the first `events` events of `reply`, then the provider's in-stream error event (e.g. overloaded)."""
 
@@ -69,4 +78,4 @@ class Broken:
     message: str
 
 
-Step = Reply | Fail | Stall | Cut | Broken
+Step = Reply | Fail | Stall | Cut | Freeze | Broken

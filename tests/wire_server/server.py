@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wire_server import formats
-from wire_server.script import Broken, Cut, Fail, Reply, Stall, Step
+from wire_server.script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
 
 @dataclass(frozen=True)
 class WireFormat:
@@ -121,10 +121,7 @@ class WireServer:
             await _json(writer, step.status, error(step.kind, step.message), extra)
         elif isinstance(step, Stall):
             await _start_sse(writer)
-            try:
-                await asyncio.wait_for(reader.read(1), step.seconds)
-            except TimeoutError:
-                pass
+            await _silence(reader, step.seconds)
         elif not body.get("stream"):
             assert isinstance(step, Reply), "only replies can be sent as one JSON body"
             await _json(writer, 200, route.whole(step, model))
@@ -137,6 +134,9 @@ class WireServer:
             for n, event in enumerate(events):
                 if isinstance(step, Cut) and n == step.events:
                     writer.transport.abort()
+                    return
+                if isinstance(step, Freeze) and n == step.events:
+                    await _silence(reader, step.seconds)
                     return
                 writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                 await writer.drain()
@@ -153,6 +153,14 @@ async def _json(writer: asyncio.StreamWriter, status: int, payload: dict[str, An
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
     await writer.drain()
+
+
+async def _silence(reader: asyncio.StreamReader, seconds: float) -> None:
+    """Send nothing for `seconds`, or until the client hangs up."""
+    try:
+        await asyncio.wait_for(reader.read(1), seconds)
+    except TimeoutError:
+        pass
 
 
 async def _start_sse(writer: asyncio.StreamWriter) -> None:
