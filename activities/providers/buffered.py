@@ -33,6 +33,6 @@ class Replayed:
         return turn
 
 
-def as_streaming(provider: object) -> "Replayed | object":
+def as_streaming(provider: object) -> object:
     """The provider itself when it streams, else the provider behind a replay."""
     return provider if getattr(provider, "streaming", False) else Replayed(provider)  # type: ignore[arg-type]

@@ -8,9 +8,9 @@ from activities.protocols import fenced, json_actions
 from activities.protocols.prompts import fenced_system_prompt, json_system_prompt
 from activities.providers.scripted import MOCK_ENV
 from client.api import StalwartClient
+from client.stream import AnswerDelta, stream_answer
 from contracts import AgentSpec
 from contracts.tools import ToolSpec
-from client.stream import AnswerDelta, stream_answer
 from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
 from wire_server.script import Reply
 from workers.worker import build_worker
