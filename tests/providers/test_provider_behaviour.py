@@ -71,6 +71,14 @@ async def test_unauthorized_fails_at_once_naming_the_key_to_set(time_skipping_en
     assert "401" in result.error and f"`{flavor.key_env}`" in result.error and "restart the worker" in result.error
 
 
+async def test_missing_key_fails_at_once_naming_the_variable(time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch):
+    monkeypatch.delenv(flavor.key_env)
+    script = wire.script(Reply(text=ANSWER))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
+    assert (result.stop_reason, len(script.requests)) == ("error", 0)
+    assert f"`{flavor.key_env}`" in result.error and "worker" in result.error
+
+
 async def test_context_length_error_fails_at_once_suggesting_history_limit(time_skipping_env, task_queue, wire, flavor: Flavor):
     message = "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."
     script = wire.script(Fail(400, "invalid_request_error", message))
