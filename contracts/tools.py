@@ -23,6 +23,8 @@ class ToolSpec(BaseModel):
     side_effecting: bool = False
     requires_approval: bool = False
     timeout_seconds: float = 300.0
+    heartbeat_timeout_seconds: float = 10.0
+    """How soon a silent (crashed) worker's call is retried elsewhere; raise it for tools that run for hours."""
     bindings: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> run input name; bound parameters are filled from the run's inputs."""
     server: McpServerSpec | None = None

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from contracts.converter import DATA_CONVERTER
@@ -52,5 +51,24 @@ def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:8]}"
 
 
-def client_of(env: WorkflowEnvironment) -> Client:
-    return env.client
+@pytest.fixture
+def stalwart(time_skipping_env: WorkflowEnvironment, task_queue: str):
+    """A StalwartClient on the time-skipping server, bound to this test's task queue."""
+    from client.api import StalwartClient
+
+    return StalwartClient(time_skipping_env.client, task_queue=task_queue)
+
+
+@pytest.fixture
+def worker_with(time_skipping_env: WorkflowEnvironment, task_queue: str):
+    """`async with worker_with(tool_a, tool_b):` a worker with the built-in tools plus these."""
+    from activities.tools.registry import ToolRegistry
+    from workers.worker import build_worker, default_registry
+
+    def make(*tools: object, registry: ToolRegistry | None = None):
+        registry = registry or default_registry()
+        for extra in tools:
+            registry.register(extra)  # type: ignore[arg-type]
+        return build_worker(time_skipping_env.client, task_queue=task_queue, registry=registry)
+
+    return make

@@ -261,7 +261,7 @@ class AgentWorkflow:
                 ),
                 result_type=ToolResult,
                 start_to_close_timeout=timedelta(seconds=tool.timeout_seconds),
-                heartbeat_timeout=policies.TOOL_HEARTBEAT,
+                heartbeat_timeout=timedelta(seconds=tool.heartbeat_timeout_seconds),
                 retry_policy=policies.TOOL_RETRY,
                 summary=f"tool {call.name}",
             )

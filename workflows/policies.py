@@ -21,7 +21,6 @@ MODEL_RETRY = RetryPolicy(
     non_retryable_error_types=["ModelConfigError", "ModelRequestError"],
 )
 
-TOOL_HEARTBEAT = timedelta(seconds=10)
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,

@@ -60,6 +60,7 @@ class Tool:
     side_effecting: bool = False
     requires_approval: bool = False
     timeout_seconds: float = 300.0
+    heartbeat_timeout_seconds: float = 10.0
     kind: str = "function"
 
     def spec(self) -> ToolSpec:
@@ -73,6 +74,7 @@ class Tool:
             side_effecting=self.side_effecting,
             requires_approval=self.requires_approval,
             timeout_seconds=self.timeout_seconds,
+            heartbeat_timeout_seconds=self.heartbeat_timeout_seconds,
         )
 
     async def __call__(self, arguments: dict[str, Any], context: ToolContext) -> str:
@@ -98,6 +100,7 @@ def tool(
     side_effecting: bool = False,
     requires_approval: bool = False,
     timeout_seconds: float = 300.0,
+    heartbeat_timeout_seconds: float = 10.0,
     kind: str = "function",
 ) -> Any:
     """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`."""
@@ -114,6 +117,7 @@ def tool(
             side_effecting=side_effecting,
             requires_approval=requires_approval,
             timeout_seconds=timeout_seconds,
+            heartbeat_timeout_seconds=heartbeat_timeout_seconds,
             kind=kind,
         )
 

@@ -1,0 +1,285 @@
+"""The `stalwart` command: run agents, serve workers, inspect runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from temporalio.client import Client
+
+from client.agent_files import AgentFileError, load_agent
+from client.api import RunHandle, StalwartClient
+from client.connection import connect, default_address, default_namespace
+from client import render
+from contracts.names import TASK_QUEUE, WORKFLOW_TYPE
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+
+EPILOG = f"""\
+examples:
+  stalwart run --dev agents/calculator.toml "What is (17 * 23) + 4?"
+  stalwart dev                          # Temporal dev server + UI on :8233 + a worker
+  stalwart run agents/calculator.toml "What is 2**10?"   # against TEMPORAL_ADDRESS
+  stalwart show RUN_ID --events
+  stalwart runs --query 'AgentStatus="done"'
+
+Runs are Temporal workflows of type {WORKFLOW_TYPE!r} on task queue {TASK_QUEUE!r}; any Temporal
+client can start one with the JSON input {{"agent": {{...agent spec...}}, "goal": "..."}}.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return asyncio.run(args.handler(args))
+    except AgentFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConnectionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stalwart",
+        description="Durable AI agents on Temporal: every step recorded, every budget enforced, every run replayable.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    def command(name: str, handler, help: str) -> argparse.ArgumentParser:  # type: ignore[no-untyped-def]
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    run = command("run", _run, "Start a run of an agent and follow it to its answer.")
+    run.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
+    run.add_argument("goal", help="what the agent should do")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help="a run input for tool bindings (repeatable)")
+    run.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server and worker for this run")
+    run.add_argument("--keep", action="store_true", help="with --dev: keep the server and UI up after the run until Ctrl-C")
+    run.add_argument("--no-follow", action="store_true", help="print the run id and return without waiting")
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
+    _dev_options(run)
+    _worker_options(run)
+    _connection_options(run)
+
+    worker = command("worker", _worker, "Run a worker: executes agent runs, model calls and tools.")
+    _worker_options(worker)
+    _connection_options(worker)
+
+    dev = command("dev", _dev, "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C.")
+    _dev_options(dev)
+    _worker_options(dev)
+
+    show = command("show", _show, "Print the step log of a run, running or finished.")
+    show.add_argument("run_id")
+    show.add_argument("--events", action="store_true", help="print the KAOS-style event list instead")
+    show.add_argument("--json", action="store_true", help="print as JSON")
+    _connection_options(show)
+
+    runs = command("runs", _runs, "List runs with their search attributes.")
+    runs.add_argument("--query", help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100'")
+    runs.add_argument("--limit", type=int, default=20)
+    _connection_options(runs)
+
+    cancel = command("cancel", _cancel, "Cancel a run; it ends `cancelled` and keeps its steps.")
+    cancel.add_argument("run_id")
+    _connection_options(cancel)
+
+    check = command("check", _check, "Validate an agent file and print the spec it describes.")
+    check.add_argument("agent", type=Path)
+    return parser
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {default_address()})")
+    parser.add_argument("--namespace", default=None, help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {default_namespace()})")
+    parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
+
+
+def _worker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tools", action="append", default=[], metavar="MODULE", help="import MODULE and register its @tool functions (repeatable)"
+    )
+
+
+def _dev_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=7233, help="dev server frontend port (default: 7233)")
+    parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port (default: 8233)")
+    parser.add_argument("--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its SQLite file")
+
+
+# -- commands ----------------------------------------------------------------
+
+
+async def _run(args: argparse.Namespace) -> int:
+    spec = load_agent(args.agent)
+    inputs = _parse_inputs(args.input)
+    async with _temporal(args, embedded=args.dev) as (temporal, ui_url):
+        stalwart = StalwartClient(temporal, task_queue=args.task_queue, ui_url=ui_url)
+        if not args.dev:
+            await _warn_without_workers(temporal, args.task_queue)
+        handle = await stalwart.start(spec, args.goal, inputs=inputs)
+        print(f"run {handle.run_id} · agent {spec.name} · model {spec.model}", file=sys.stderr)
+        print(f"Temporal UI: {handle.ui_url}", file=sys.stderr)
+        if args.no_follow:
+            print(handle.run_id)
+            return EXIT_OK
+        return await _follow(handle, as_json=args.json, keep=args.dev and args.keep)
+
+
+async def _follow(handle: RunHandle, *, as_json: bool, keep: bool) -> int:
+    if not as_json:
+        async for step in handle.watch():
+            print(render.step_line(step), flush=True)
+    result = await handle.result()
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        render.print_result(result, handle.ui_url, sys.stdout)
+    if keep:
+        print("\nThe dev server and its UI stay up; press Ctrl-C to stop.", file=sys.stderr)
+        await asyncio.Event().wait()
+    return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled") else EXIT_OK
+
+
+async def _worker(args: argparse.Namespace) -> int:
+    from workers.search_attributes import ensure_search_attributes
+    from workers.worker import build_worker, default_registry
+
+    registry = default_registry(args.tools)
+    temporal = await connect(args.address, args.namespace)
+    added = await ensure_search_attributes(temporal)
+    if added:
+        print(f"registered search attributes: {', '.join(added)}", file=sys.stderr)
+    print(
+        f"worker polling task queue {args.task_queue!r} on {args.address or default_address()} "
+        f"with tools: {', '.join(registry.names())}",
+        file=sys.stderr,
+    )
+    async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
+        await asyncio.Event().wait()
+    return EXIT_OK
+
+
+async def _dev(args: argparse.Namespace) -> int:
+    args.address, args.namespace, args.task_queue = None, None, TASK_QUEUE
+    async with _temporal(args, embedded=True) as (_, ui_url):
+        print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
+        print(f"Temporal UI: {ui_url}", file=sys.stderr)
+        print("A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.", file=sys.stderr)
+        await asyncio.Event().wait()
+    return EXIT_OK
+
+
+async def _show(args: argparse.Namespace) -> int:
+    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    handle = stalwart.get(args.run_id)
+    if args.events:
+        events = await handle.events()
+        if args.json:
+            print(json.dumps([e.model_dump(mode="json") for e in events], indent=2))
+        else:
+            render.print_events(events, sys.stdout)
+        return EXIT_OK
+    state = await handle.state()
+    if args.json:
+        print(state.model_dump_json(indent=2))
+    else:
+        render.print_state(args.run_id, state, handle.ui_url, sys.stdout)
+    return EXIT_OK
+
+
+async def _runs(args: argparse.Namespace) -> int:
+    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    render.print_runs(await stalwart.list(args.query, limit=args.limit), sys.stdout)
+    return EXIT_OK
+
+
+async def _cancel(args: argparse.Namespace) -> int:
+    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    await stalwart.get(args.run_id).cancel()
+    print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
+    return EXIT_OK
+
+
+async def _check(args: argparse.Namespace) -> int:
+    spec = load_agent(args.agent)
+    print(spec.model_dump_json(indent=2, exclude_defaults=True))
+    print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- plumbing ----------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterator[tuple[Client, str | None]]:
+    """A client; with `embedded`, on a dev server started here, with a worker running beside it."""
+    if not embedded:
+        yield await connect(args.address, args.namespace), None
+        return
+    from workers.dev_server import DevServer
+    from workers.worker import build_worker, default_registry
+
+    registry = default_registry(args.tools)
+    server = DevServer(port=args.port, ui_port=args.ui_port, db_file=args.data_dir / "temporal.db")
+    print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
+    async with server:
+        temporal = await connect(server.address)
+        async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
+            yield temporal, server.ui_url
+
+
+async def _warn_without_workers(temporal: Client, task_queue: str) -> None:
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    try:
+        described = await temporal.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=temporal.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except Exception:  # noqa: BLE001 - only a hint; the run starts regardless
+        return
+    if not described.pollers:
+        print(
+            f"warning: no worker is polling task queue {task_queue!r}; the run will wait until one starts. "
+            f"Start one with `stalwart worker`, or use `stalwart run --dev` for an embedded server and worker.",
+            file=sys.stderr,
+        )
+
+
+def _parse_inputs(pairs: list[str]) -> dict[str, object]:
+    inputs: dict[str, object] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise AgentFileError(f"--input {pair!r}: write it as NAME=VALUE")
+        try:
+            inputs[name] = json.loads(value)
+        except json.JSONDecodeError:
+            inputs[name] = value
+    return inputs
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""How runs look in a terminal: one line per step, then the answer and the facts of the run."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from client.api import RunSummary
+from contracts.run import AgentResult, RunEvent, RunState, StepRecord
+
+_WIDTH = 160
+
+
+def _clip(text: str, width: int = _WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def step_line(step: StepRecord) -> str:
+    """`[2] tool  calculator(expression='1+1') → 2`"""
+    took = f" ({(step.ended_at - step.started_at).total_seconds():.2f}s)" if step.ended_at else " (running)"
+    if step.role == "user":
+        return f"[{step.step}] goal    {_clip(step.content)}"
+    if step.role == "assistant":
+        tokens = f", {step.usage.total_tokens} tokens" if step.usage.total_tokens else ""
+        if step.error:
+            return f"[{step.step}] model   ERROR {_clip(step.error)}{took}"
+        text = _clip(step.content) if step.content else "(calls tools)"
+        return f"[{step.step}] model   {text}{took[:-1]}{tokens})" if step.ended_at else f"[{step.step}] model   …"
+    arguments = ", ".join(f"{k}={json.dumps(v)}" for k, v in (step.arguments or {}).items())
+    outcome = f"ERROR {step.error}" if step.error is not None else (step.result or "")
+    return f"[{step.step}] tool    {step.tool_name}({_clip(arguments, 60)}) → {_clip(outcome, 100)}{took}"
+
+
+def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
+    print(f"\nanswer: {result.answer}", file=out)
+    usage = result.usage
+    cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd else ""
+    model_steps = sum(1 for s in result.steps if s.role == "assistant")
+    print(
+        f"stop reason: {result.stop_reason} · {model_steps} model steps · "
+        f"{usage.input_tokens} in / {usage.output_tokens} out tokens{cost} · {result.elapsed_seconds:.2f}s",
+        file=out,
+    )
+    if result.error:
+        print(f"error: {result.error}", file=out)
+    if ui_url:
+        print(f"Temporal UI: {ui_url}", file=out)
+
+
+def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -> None:
+    print(f"run {run_id} · agent {state.agent} · status {state.status}", file=out)
+    for step in state.steps:
+        print("  " + step_line(step), file=out)
+    if state.answer:
+        print(f"\nanswer: {state.answer}", file=out)
+    if state.error:
+        print(f"error: {state.error}", file=out)
+    print(f"usage: {state.usage.input_tokens} in / {state.usage.output_tokens} out tokens", file=out)
+    if ui_url:
+        print(f"Temporal UI: {ui_url}", file=out)
+
+
+def print_events(events: list[RunEvent], out: TextIO) -> None:
+    for event in events:
+        content = event.content if isinstance(event.content, str) else json.dumps(event.content)
+        print(f"{event.timestamp.isoformat()}  {event.event_type:<20} {_clip(content, 120)}", file=out)
+
+
+def print_runs(runs: list[RunSummary], out: TextIO) -> None:
+    if not runs:
+        print("no runs found", file=out)
+        return
+    header = f"{'RUN':<36} {'AGENT':<16} {'STATUS':<18} {'STEPS':>5} {'TOKENS':>7} {'COST $':>8}  STARTED"
+    print(header, file=out)
+    for run in runs:
+        started = run.started_at.strftime("%Y-%m-%d %H:%M:%S") if run.started_at else ""
+        cost = f"{run.cost_usd:.4f}" if run.cost_usd else ""
+        print(
+            f"{run.run_id:<36} {run.agent or '':<16} {run.status or run.temporal_status or '':<18} "
+            f"{run.steps if run.steps is not None else '':>5} {run.tokens if run.tokens is not None else '':>7} {cost:>8}  {started}",
+            file=out,
+        )

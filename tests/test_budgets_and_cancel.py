@@ -1,0 +1,86 @@
+"""Wall-clock budget, cancellation and the live state query, on the time-skipping server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
+
+from activities.tools import tool
+from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
+tool_started = asyncio.Event()
+
+
+# The heartbeat timeout must outlast the 60 s budget: once time skipping is released the test server
+# jumps to the earliest deadline, and a 10 s heartbeat timeout would fire (and retry the tool) first.
+@tool(timeout_seconds=7200, heartbeat_timeout_seconds=600)
+async def hour_long_job(topic: str) -> str:
+    """Works for an hour.
+
+    Args:
+        topic: What to work on.
+    """
+    tool_started.set()
+    await asyncio.sleep(3600)
+    return "finished"
+
+
+def hour_long_agent(**budgets: object) -> AgentSpec:
+    return AgentSpec(
+        name="patient",
+        tools=["hour_long_job"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="hour_long_job", arguments={"topic": "x"})]),
+            ScriptedReply(text="never reached"),
+        ],
+        budgets=Budgets(**budgets),
+    )
+
+
+async def _let_time_skip_past_running_activity(env) -> None:
+    """The test server holds time still while an activity runs; release that hold so workflow time can pass."""
+    await env.client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
+
+
+async def test_wall_clock_budget_cuts_off_an_hour_long_tool_and_ends_max_seconds(time_skipping_env, stalwart, worker_with):
+    tool_started.clear()
+    async with worker_with(hour_long_job):
+        handle = await stalwart.start(hour_long_agent(max_seconds=60), "work")
+        await tool_started.wait()
+        await _let_time_skip_past_running_activity(time_skipping_env)
+        result = await handle.result()
+        history = await handle.history()
+    assert result.stop_reason == "max_seconds"
+    tool_step = result.steps[-1]
+    assert tool_step.tool_name == "hour_long_job"
+    assert tool_step.error == "cancelled: wall-clock budget of 60s reached"
+    assert 60 <= result.elapsed_seconds < 3600
+    assert any(e.HasField("activity_task_cancel_requested_event_attributes") for e in history.events)
+
+
+async def test_cancelling_a_run_ends_it_cancelled_with_the_steps_so_far(stalwart, worker_with):
+    tool_started.clear()
+    async with worker_with(hour_long_job):
+        handle = await stalwart.start(hour_long_agent(), "work")
+        await tool_started.wait()
+        await handle.cancel()
+        result = await handle.result()
+    assert result.stop_reason == "cancelled"
+    assert [s.role for s in result.steps] == ["user", "assistant", "tool"]
+    assert result.steps[-1].error == "cancelled"
+
+
+async def test_state_query_shows_the_live_step_log_while_a_tool_runs(stalwart, worker_with):
+    tool_started.clear()
+    async with worker_with(hour_long_job):
+        handle = await stalwart.start(hour_long_agent(), "work")
+        await tool_started.wait()
+        state = await handle.state()
+        await handle.cancel()
+        await handle.result()
+    assert state.status == "running"
+    assert state.agent == "patient"
+    running = state.steps[-1]
+    assert (running.role, running.tool_name, running.ended_at) == ("tool", "hour_long_job", None)
+    assert state.usage.total_tokens == 20
