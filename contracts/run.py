@@ -31,6 +31,8 @@ class StepRecord(BaseModel):
     content: str = ""
     tool_call_id: str | None = None
     tool_name: str | None = None
+    tool_kind: str | None = None
+    """`function`, `mcp`, `agent` (a delegation to another agent) ..."""
     arguments: dict[str, Any] | None = None
     result: str | None = None
     error: str | None = None

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
     from contracts.tools import ToolSpec
-    from workflows import conversation, policies
+    from workflows import conversation, delegation, policies
 
 
 class _ModelFailed(Exception):
@@ -48,7 +48,7 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
-        started = workflow.now()
+        started = self._started = workflow.now()
         self._publish()
         try:
             stop = await self._run_within_deadline()
@@ -164,17 +164,18 @@ class AgentWorkflow:
     # -- activities ----------------------------------------------------------
 
     async def _describe_tools(self) -> list[ToolSpec]:
-        if not self._agent.tools:
-            return []
+        agent_tools = delegation.tool_specs(self._agent)
+        if not self._agent.tools and not self._agent.mcp_servers:
+            return agent_tools
         result = await workflow.execute_activity(
             "describe_tools",
             DescribeToolsRequest(agent=self._agent),
             result_type=DescribeToolsResult,
             start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
             retry_policy=policies.DESCRIBE_RETRY,
-            summary=f"describe tools · {', '.join(self._agent.tools)}"[:200],
+            summary=f"describe tools · {', '.join([*self._agent.tools, *(s.name for s in self._agent.mcp_servers)])}"[:200],
         )
-        return result.tools
+        return [*result.tools, *agent_tools]
 
     async def _model_turn(self, *, tools_enabled: bool) -> AssistantTurn:
         self._step += 1
@@ -222,6 +223,7 @@ class AgentWorkflow:
                 role="tool",
                 tool_call_id=call.id,
                 tool_name=call.name,
+                tool_kind=tool.kind if (tool := self._tool_named(call.name)) else None,
                 arguments=call.arguments,
                 started_at=workflow.now(),
             )
@@ -246,10 +248,14 @@ class AgentWorkflow:
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
         if call.arguments_error is not None:
             return _tool_error(call, f"Malformed arguments: {call.arguments_error}", conversation.TOOL_ERROR_HINT)
-        tool = next((t for t in self._tools if t.name == call.name), None)
+        tool = self._tool_named(call.name)
         if tool is None:
             available = ", ".join(t.name for t in self._tools) or "none"
             return _tool_error(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
+        if tool.kind == "agent":
+            delegated = await delegation.delegate(call, tool, self._delegation_context())
+            self._usage = self._usage + delegated.usage
+            return delegated.result
         try:
             return await workflow.execute_activity(
                 "run_tool",
@@ -269,6 +275,22 @@ class AgentWorkflow:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
             return _tool_error(call, _cause_message(err), conversation.TOOL_ERROR_HINT)
+
+    def _tool_named(self, name: str) -> ToolSpec | None:
+        return next((t for t in self._tools if t.name == name), None)
+
+    def _delegation_context(self) -> delegation.DelegationContext:
+        """What a sub-agent may still spend: it draws on this run's budgets."""
+        budgets = self._agent.budgets
+        elapsed = (workflow.now() - self._started).total_seconds()
+        return delegation.DelegationContext(
+            parent_id=workflow.info().workflow_id,
+            step=self._step,
+            inputs=self._input.inputs,
+            remaining_tokens=None if budgets.max_tokens is None else max(budgets.max_tokens - self._usage.total_tokens, 0),
+            remaining_seconds=None if budgets.max_seconds is None else max(budgets.max_seconds - elapsed, 0.0),
+            remaining_cost_usd=None if budgets.max_cost_usd is None else max(budgets.max_cost_usd - self._usage.cost_usd, 0.0),
+        )
 
     # -- bookkeeping ---------------------------------------------------------
 

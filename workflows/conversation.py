@@ -46,6 +46,13 @@ def events(steps: list[StepRecord]) -> list[RunEvent]:
     for step in steps:
         if step.role == "user":
             add(step, "user_message", step.content)
+        elif step.role == "tool" and step.tool_kind == "agent":
+            task = (step.arguments or {}).get("task")
+            add(step, "delegation_request", {"agent": step.tool_name, "task": task}, tool_call_id=step.tool_call_id)
+            if step.error is not None:
+                add(step, "delegation_error", step.error, agent=step.tool_name, tool_call_id=step.tool_call_id)
+            elif step.result is not None:
+                add(step, "delegation_response", step.result, agent=step.tool_name, tool_call_id=step.tool_call_id)
         elif step.role == "tool":
             add(step, "tool_call", {"tool": step.tool_name, "arguments": step.arguments}, tool_call_id=step.tool_call_id)
             if step.error is not None:
