@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keep", action="store_true", help="with --dev: keep the server and UI up after the run until Ctrl-C")
     run.add_argument("--no-follow", action="store_true", help="print the run id and return without waiting")
     run.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_argument(
+        "--approve-all", action="store_true", help="approve every tool call that asks for approval (otherwise: ask on a terminal)"
+    )
     _dev_options(run)
     _worker_options(run)
     _connection_options(run)
@@ -99,6 +102,26 @@ def _parser() -> argparse.ArgumentParser:
     cancel = command("cancel", _cancel, "Cancel a run; it ends `cancelled` and keeps its steps.")
     cancel.add_argument("run_id")
     _connection_options(cancel)
+
+    pending = command("pending", _pending, "List tool calls waiting for approval (of one run, or of all runs).")
+    pending.add_argument("run_id", nargs="?")
+    _connection_options(pending)
+
+    approve = command("approve", _decide, "Approve a waiting tool call so it runs.")
+    approve.add_argument("run_id")
+    approve.add_argument("call_id")
+    approve.add_argument("--reason", default=None)
+    approve.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
+    approve.set_defaults(approved=True)
+    _connection_options(approve)
+
+    reject = command("reject", _decide, "Reject a waiting tool call; the model reads the reason as its result.")
+    reject.add_argument("run_id")
+    reject.add_argument("call_id")
+    reject.add_argument("--reason", required=True)
+    reject.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
+    reject.set_defaults(approved=False)
+    _connection_options(reject)
 
     check = command("check", _check, "Validate an agent file and print the spec it describes.")
     check.add_argument("agent", type=Path)
@@ -139,7 +162,11 @@ async def _run(args: argparse.Namespace) -> int:
         if args.no_follow:
             print(handle.run_id)
             return EXIT_OK
-        return await _follow(handle, as_json=args.json, keep=args.dev and args.keep)
+        approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all))
+        try:
+            return await _follow(handle, as_json=args.json, keep=args.dev and args.keep)
+        finally:
+            approvals.cancel()
 
 
 async def _follow(handle: RunHandle, *, as_json: bool, keep: bool) -> int:
@@ -155,6 +182,59 @@ async def _follow(handle: RunHandle, *, as_json: bool, keep: bool) -> int:
         print("\nThe dev server and its UI stay up; press Ctrl-C to stop.", file=sys.stderr)
         await asyncio.Event().wait()
     return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled") else EXIT_OK
+
+
+async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:
+    """While a run is followed, answer its approval requests: all, by asking on a terminal, or by saying how."""
+    announced: set[str] = set()
+    while True:
+        for pending in await handle.pending_approvals():
+            if pending.call_id in announced:
+                continue
+            announced.add(pending.call_id)
+            call = f"{pending.tool_name}({json.dumps(pending.arguments)})"
+            print(f"approval needed for {call} · call {pending.call_id}", file=sys.stderr, flush=True)
+            if approve_all:
+                await handle.approve(pending.call_id, reviewer="stalwart run --approve-all")
+                print("  approved (--approve-all)", file=sys.stderr, flush=True)
+            elif sys.stdin.isatty():
+                answer = await asyncio.to_thread(input, "  approve? [y/N] ")
+                if answer.strip().lower() in ("y", "yes"):
+                    await handle.approve(pending.call_id, reviewer="terminal")
+                else:
+                    await handle.reject(pending.call_id, reason="declined at the terminal", reviewer="terminal")
+            else:
+                print(
+                    f"  decide with `stalwart approve {handle.run_id} {pending.call_id}` or "
+                    f"`stalwart reject {handle.run_id} {pending.call_id} --reason ...`; "
+                    f"unanswered, it is rejected at {pending.expires_at:%Y-%m-%d %H:%M:%S} UTC",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        await asyncio.sleep(0.3)
+
+
+async def _pending(args: argparse.Namespace) -> int:
+    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    runs = [(args.run_id, await stalwart.get(args.run_id).pending_approvals())] if args.run_id else await stalwart.awaiting_approval()
+    render.print_pending(runs, sys.stdout)
+    return EXIT_OK
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    from temporalio.client import WorkflowUpdateFailedError
+
+    handle = (await StalwartClient.connect(args.address, args.namespace)).get(args.run_id)
+    try:
+        if args.approved:
+            await handle.approve(args.call_id, reason=args.reason, reviewer=args.reviewer)
+        else:
+            await handle.reject(args.call_id, reason=args.reason, reviewer=args.reviewer)
+    except WorkflowUpdateFailedError as err:
+        print(f"error: {err.cause or err}. `stalwart pending {args.run_id}` lists the calls waiting.", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{'approved' if args.approved else 'rejected'} call {args.call_id} of run {args.run_id}")
+    return EXIT_OK
 
 
 async def _worker(args: argparse.Namespace) -> int:

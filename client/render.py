@@ -6,6 +6,7 @@ import json
 from typing import TextIO
 
 from client.api import RunSummary
+from contracts.approvals import PendingApproval
 from contracts.run import AgentResult, RunEvent, RunState, StepRecord
 
 _WIDTH = 160
@@ -65,6 +66,19 @@ def print_events(events: list[RunEvent], out: TextIO) -> None:
     for event in events:
         content = event.content if isinstance(event.content, str) else json.dumps(event.content)
         print(f"{event.timestamp.isoformat()}  {event.event_type:<20} {_clip(content, 120)}", file=out)
+
+
+def print_pending(runs: list[tuple[str, list[PendingApproval]]], out: TextIO) -> None:
+    waiting = [(run_id, p) for run_id, pending in runs for p in pending]
+    if not waiting:
+        print("no tool calls are waiting for approval", file=out)
+        return
+    for run_id, p in waiting:
+        print(
+            f"{run_id}  call {p.call_id}  {p.tool_name}({_clip(json.dumps(p.arguments), 80)})  "
+            f"step {p.step} · rejected unless decided by {p.expires_at:%Y-%m-%d %H:%M:%S} UTC",
+            file=out,
+        )
 
 
 def print_runs(runs: list[RunSummary], out: TextIO) -> None:

@@ -146,6 +146,15 @@ class AgentSpec(_Strict):
         default_factory=dict,
         description="Tool name -> {parameter: run input name}: bound parameters come from the run's inputs, hidden from the model.",
     )
+    require_approval: list[str] = Field(
+        default_factory=list, description="Tools whose calls wait for a person's approval (besides tools marked so in code)."
+    )
+    approval_timeout_seconds: float = Field(
+        86400, gt=0, description="How long a call waits for approval before it is rejected (durable timer)."
+    )
+    thrash_guard: bool = Field(
+        True, description="Answer a repeated identical call of a read-only tool with its earlier result and a note."
+    )
     extra: dict[str, Any] = Field(default_factory=dict, description="Free-form settings for extensions.")
 
     @field_validator("name")

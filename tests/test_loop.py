@@ -202,3 +202,35 @@ async def test_events_use_the_kaos_vocabulary(stalwart, worker_with):
         "user_message", "tool_call", "tool_result", "tool_call", "tool_error", "agent_response",
     ]
     assert events[-1].content == "The echo returned: hello"
+
+
+async def test_a_repeated_identical_read_only_call_returns_the_earlier_result_with_a_note(stalwart, worker_with):
+    same = ScriptedReply(tool_calls=[call("calculator", expression="2+2")])
+    async with worker_with():
+        result = await stalwart.run(agent(same, same, ScriptedReply(text="4")), "add")
+    first, second = [s.result for s in result.steps if s.role == "tool"]
+    assert first == "4"
+    assert second.startswith("4\n\n(Note: you already called this tool with these arguments at step 1")
+
+
+counted: list[str] = []
+
+
+@tool(side_effecting=True)
+def send_note(text: str) -> str:
+    """Send a note (a side effect, so never deduplicated by the loop).
+
+    Args:
+        text: The note.
+    """
+    counted.append(text)
+    return "sent"
+
+
+async def test_the_thrash_guard_never_skips_a_side_effecting_tool(stalwart, worker_with):
+    counted.clear()
+    same = ScriptedReply(tool_calls=[call("send_note", text="hi")])
+    async with worker_with(send_note):
+        result = await stalwart.run(agent(same, same, ScriptedReply(text="ok"), tools=["send_note"]), "notify")
+    assert counted == ["hi", "hi"]
+    assert [s.result for s in result.steps if s.role == "tool"] == ["sent", "sent"]

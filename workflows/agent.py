@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from contracts import names
+    from contracts.approvals import ApprovalDecision, PendingApproval
     from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ModelContext, ModelRequest, ToolRequest
     from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
@@ -45,6 +46,10 @@ class AgentWorkflow:
         self._status: RunStatus = "running"
         self._answer: str | None = None
         self._error: str | None = None
+        self._pending: dict[str, PendingApproval] = {}
+        self._decisions: dict[str, tuple[bool, ApprovalDecision]] = {}
+        self._earlier_results: dict[str, tuple[int, str]] = {}
+        self._published: dict[str, object] = {}
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
@@ -71,6 +76,36 @@ class AgentWorkflow:
             answer=self._answer,
             error=self._error,
         )
+
+    @workflow.query
+    def pending_approvals(self) -> list[PendingApproval]:
+        """Tool calls waiting for a person's decision, with their arguments."""
+        return list(self._pending.values())
+
+    @workflow.update
+    def approve(self, decision: ApprovalDecision) -> str:
+        """Let a waiting tool call run."""
+        self._decisions[decision.call_id] = (True, decision)
+        return f"approved {decision.call_id}"
+
+    @approve.validator
+    def _validate_approve(self, decision: ApprovalDecision) -> None:
+        self._require_pending(decision.call_id)
+
+    @workflow.update
+    def reject(self, decision: ApprovalDecision) -> str:
+        """Refuse a waiting tool call; the model reads the refusal as the call's result."""
+        self._decisions[decision.call_id] = (False, decision)
+        return f"rejected {decision.call_id}"
+
+    @reject.validator
+    def _validate_reject(self, decision: ApprovalDecision) -> None:
+        self._require_pending(decision.call_id)
+
+    def _require_pending(self, call_id: str) -> None:
+        if call_id not in self._pending or call_id in self._decisions:
+            waiting = ", ".join(self._pending) or "none"
+            raise ApplicationError(f"no tool call {call_id!r} is waiting for approval in this run (waiting: {waiting})")
 
     @workflow.query
     def events(self) -> list[RunEvent]:
@@ -181,7 +216,6 @@ class AgentWorkflow:
         self._step += 1
         record = StepRecord(step=self._step, role="assistant", started_at=workflow.now())
         self._steps.append(record)
-        self._publish()
         try:
             turn = await workflow.execute_activity(
                 "model_turn",
@@ -232,7 +266,6 @@ class AgentWorkflow:
         self._steps.extend(records)
         results = await asyncio.gather(*(self._run_tool(call, record, limit) for call, record in zip(calls, records)))
         self._messages.append(Message(role="tool", tool_results=list(results)))
-        self._publish()
 
     async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
         async with limit:
@@ -252,6 +285,21 @@ class AgentWorkflow:
         if tool is None:
             available = ", ".join(t.name for t in self._tools) or "none"
             return _tool_error(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
+        guarded = self._agent.thrash_guard and not tool.side_effecting
+        repeat_key = f"{call.name} {json.dumps(call.arguments, sort_keys=True)}"
+        if guarded and repeat_key in self._earlier_results:
+            step, content = self._earlier_results[repeat_key]
+            return ToolResult(call_id=call.id, name=call.name, content=conversation.ALREADY_CALLED.format(step=step, result=content))
+        if tool.requires_approval or tool.name in self._agent.require_approval:
+            refusal = await self._wait_for_approval(call)
+            if refusal is not None:
+                return _tool_error(call, refusal, conversation.REJECTED_HINT)
+        result = await self._dispatch(call, tool)
+        if guarded and not result.is_error:
+            self._earlier_results[repeat_key] = (self._step, result.content)
+        return result
+
+    async def _dispatch(self, call: ToolCall, tool: ToolSpec) -> ToolResult:
         if tool.kind == "agent":
             delegated = await delegation.delegate(call, tool, self._delegation_context())
             self._usage = self._usage + delegated.usage
@@ -275,6 +323,37 @@ class AgentWorkflow:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
             return _tool_error(call, _cause_message(err), conversation.TOOL_ERROR_HINT)
+
+    async def _wait_for_approval(self, call: ToolCall) -> str | None:
+        """Hold the call until a person approves or rejects it, or the approval timeout rejects it; None means approved."""
+        timeout = self._agent.approval_timeout_seconds
+        now = workflow.now()
+        self._pending[call.id] = PendingApproval(
+            call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            step=self._step,
+            requested_at=now,
+            expires_at=now + timedelta(seconds=timeout),
+        )
+        self._status = "awaiting_approval"
+        self._publish()
+        try:
+            await workflow.wait_condition(
+                lambda: call.id in self._decisions,
+                timeout=timedelta(seconds=timeout),
+                timeout_summary=f"approval of {call.name} · {call.id}",
+            )
+            approved, decision = self._decisions[call.id]
+            refusal = None if approved else f"Rejected by {decision.reviewer or 'a reviewer'}: {decision.reason or 'no reason given'}"
+        except asyncio.TimeoutError:
+            refusal = f"Rejected: nobody approved this call within {timeout:g} seconds"
+        finally:
+            del self._pending[call.id]
+            if not self._pending:
+                self._status = "running"
+            self._publish()
+        return refusal
 
     def _tool_named(self, name: str) -> ToolSpec | None:
         return next((t for t in self._tools if t.name == name), None)
@@ -303,15 +382,18 @@ class AgentWorkflow:
 
     def _publish(self) -> None:
         """Keep the search attributes and the UI's current details in step with the run."""
-        workflow.upsert_search_attributes(
-            [
-                names.AGENT_NAME.value_set(self._agent.name),
-                names.AGENT_STATUS.value_set(self._status),
-                names.AGENT_STEPS.value_set(self._step),
-                names.AGENT_TOKENS.value_set(self._usage.total_tokens),
-                names.AGENT_COST_USD.value_set(self._usage.cost_usd),
-            ]
-        )
+        current = {
+            names.AGENT_NAME: self._agent.name,
+            names.AGENT_STATUS: self._status,
+            names.AGENT_STEPS: self._step,
+            names.AGENT_TOKENS: self._usage.total_tokens,
+            names.AGENT_COST_USD: self._usage.cost_usd,
+            names.AGENT_AWAITING_APPROVAL: bool(self._pending),
+        }
+        changed = [key.value_set(value) for key, value in current.items() if self._published.get(key.name) != value]
+        if changed:  # each upsert is a history event: send only what changed
+            workflow.upsert_search_attributes(changed)
+            self._published.update({key.name: value for key, value in current.items()})
         last = self._steps[-1]
         workflow.set_current_details(
             f"**{self._agent.name}** · {self._status} · step {self._step}/{self._agent.budgets.max_steps} · "

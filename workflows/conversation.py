@@ -12,6 +12,11 @@ FINALIZE_PROMPT = (
     "Give your best final answer now, using what you have found so far."
 )
 TOOL_ERROR_HINT = "Check argument names and types and try again."
+REJECTED_HINT = "A person refused this call. Do not repeat it; continue without it or explain what you need."
+ALREADY_CALLED = (
+    "{result}\n\n(Note: you already called this tool with these arguments at step {step}; this is that result. "
+    "Calling it again will not change it: consider a different approach.)"
+)
 
 
 def prune(messages: list[Message], limit: int | None) -> list[Message]:

@@ -1,0 +1,117 @@
+"""Approval-gated tools on the time-skipping server: approve, reject, time out, refuse unknown calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+
+from activities.tools import tool
+from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+
+transfers: list[int] = []
+
+
+@tool(side_effecting=True, requires_approval=True)
+def transfer_money(amount: int) -> str:
+    """Move money; a person must approve every call.
+
+    Args:
+        amount: Dollars to move.
+    """
+    transfers.append(amount)
+    return f"transferred ${amount}"
+
+
+def banker(**overrides: object) -> AgentSpec:
+    return AgentSpec(
+        name="banker",
+        tools=["transfer_money"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="transfer_money", arguments={"amount": 100}, id="pay")]),
+            ScriptedReply(text="Finished."),
+        ],
+        **overrides,
+    )
+
+
+async def _until_pending(handle) -> list:
+    while not (pending := await handle.pending_approvals()):
+        await asyncio.sleep(0.05)
+    return pending
+
+
+async def test_a_gated_call_waits_with_status_awaiting_approval_and_lists_its_arguments(stalwart, worker_with):
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        pending = await _until_pending(handle)
+        state = await handle.state()
+        await handle.reject("pay", reason="test over")
+        await handle.result()
+    assert [(p.call_id, p.tool_name, p.arguments) for p in pending] == [("pay", "transfer_money", {"amount": 100})]
+    assert state.status == "awaiting_approval"
+
+
+async def test_an_approved_call_runs_and_the_run_continues(stalwart, worker_with):
+    transfers.clear()
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await _until_pending(handle)
+        await handle.approve("pay", reviewer="alice")
+        result = await handle.result()
+    assert transfers == [100]
+    assert result.steps[2].result == "transferred $100"
+    assert result.stop_reason == "done"
+
+
+async def test_a_rejected_call_does_not_run_and_the_model_reads_the_reason(stalwart, worker_with):
+    transfers.clear()
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await _until_pending(handle)
+        await handle.reject("pay", reason="over the limit", reviewer="bob")
+        result = await handle.result()
+    assert transfers == []
+    assert json.loads(result.steps[2].error)["error"] == "Rejected by bob: over the limit"
+    assert result.answer == "Finished."
+
+
+async def test_a_call_nobody_decides_on_is_rejected_after_a_day_of_workflow_time(stalwart, worker_with):
+    transfers.clear()
+    async with worker_with(transfer_money):
+        result = await stalwart.run(banker(), "pay")
+    assert transfers == []
+    assert "nobody approved this call within 86400 seconds" in result.steps[2].error
+    assert (result.steps[2].ended_at - result.steps[2].started_at).total_seconds() >= 86400
+
+
+async def test_approving_an_unknown_call_id_is_refused(stalwart, worker_with):
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await _until_pending(handle)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.approve("no-such-call")
+        await handle.reject("pay", reason="cleanup")
+        await handle.result()
+    assert "no tool call 'no-such-call' is waiting" in str(refused.value.cause)
+
+
+async def test_agent_file_can_require_approval_for_a_tool_not_marked_in_code(stalwart, worker_with):
+    spec = AgentSpec(
+        name="careful",
+        tools=["calculator"],
+        require_approval=["calculator"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="calculator", arguments={"expression": "1+1"}, id="c")]),
+            ScriptedReply(text="2"),
+        ],
+    )
+    async with worker_with():
+        handle = await stalwart.start(spec, "add")
+        pending = await _until_pending(handle)
+        await handle.approve("c")
+        result = await handle.result()
+    assert pending[0].tool_name == "calculator"
+    assert result.steps[2].result == "2"
