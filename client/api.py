@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
@@ -19,6 +19,7 @@ from client.agent_files import load_agent
 from client.connection import connect
 from client.stream import StreamEvent, stream_answer
 from contracts import names
+from contracts.approvals import ApprovalDecision, PendingApproval
 from contracts.agent import AgentSpec
 from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord
 
@@ -68,6 +69,22 @@ class RunHandle:
     async def events(self) -> list[RunEvent]:
         """The run in the KAOS memory-event vocabulary."""
         return await self._handle.query("events", result_type=list[RunEvent])
+
+    async def pending_approvals(self) -> list[PendingApproval]:
+        """Tool calls of this run that wait for a person's decision."""
+        return await self._handle.query("pending_approvals", result_type=list[PendingApproval])
+
+    async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
+        """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""
+        await self._handle.execute_update("approve", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
+
+    async def reject(self, call_id: str, *, reason: str, reviewer: str | None = None) -> None:
+        """Refuse a waiting tool call; the model reads `reason` as the call's result."""
+        await self._handle.execute_update("reject", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
+
+    async def history(self) -> WorkflowHistory:
+        """The run's full Temporal event history: the audit log, and the input of a replay test."""
+        return await self._handle.fetch_history()
 
     async def cancel(self) -> None:
         """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
@@ -162,6 +179,11 @@ class StalwartClient:
                 )
             )
         return runs
+
+    async def awaiting_approval(self, limit: int = 50) -> list[tuple[str, list[PendingApproval]]]:
+        """Runs that wait for approvals, with their pending calls."""
+        runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
+        return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
 
     async def exists(self, run_id: str) -> bool:
         try:
