@@ -19,9 +19,11 @@ from client.agent_files import load_agent
 from client.connection import connect
 from client.stream import StreamEvent, stream_answer
 from contracts import names
+from contracts.converter import DATA_CONVERTER
 from contracts.approvals import ApprovalDecision, PendingApproval
 from contracts.agent import AgentSpec
 from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord
+from workflows import conversation
 
 DEFAULT_UI_URL = "http://localhost:8233"
 _CLOSED_STATUSES = {"done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"}
@@ -63,12 +65,38 @@ class RunHandle:
         return await self._handle.result()
 
     async def state(self) -> RunState:
-        """The live step log, status and usage."""
-        return await self._handle.query("state", result_type=RunState)
+        """The step log, status and usage: live from the workflow while it runs, from its recorded result after."""
+        finished = await self._finished_result()
+        if finished is None:
+            return await self._handle.query("state", result_type=RunState)
+        agent, goal = finished[1]
+        result = finished[0]
+        return RunState(
+            agent=agent, goal=goal, status=result.stop_reason, steps=result.steps,
+            usage=result.usage, answer=result.answer, error=result.error,
+        )
 
     async def events(self) -> list[RunEvent]:
         """The run in the KAOS memory-event vocabulary."""
-        return await self._handle.query("events", result_type=list[RunEvent])
+        finished = await self._finished_result()
+        if finished is None:
+            return await self._handle.query("events", result_type=list[RunEvent])
+        return conversation.events(finished[0].steps)
+
+    async def _finished_result(self) -> tuple[AgentResult, tuple[str, str]] | None:
+        """The result of a closed run, read from its history, so no worker is needed to answer."""
+        description = await self._handle.describe()
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            return None
+        if description.status != WorkflowExecutionStatus.COMPLETED:
+            raise RuntimeError(
+                f"run {self.run_id} ended {description.status.name.lower() if description.status else 'unknown'} "
+                f"without a result; `temporal workflow show -w {self.run_id}` shows why"
+            )
+        history = await self._handle.fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        run_input = DATA_CONVERTER.payload_converter.from_payloads(started.input.payloads, [RunInput])[0]
+        return await self._handle.result(), (run_input.agent.name, run_input.goal)
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """Tool calls of this run that wait for a person's decision."""

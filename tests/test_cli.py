@@ -1,0 +1,106 @@
+"""The `stalwart` command, run as a real subprocess against a real dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from client.api import StalwartClient
+from workers.dev_server import free_port
+from workers.worker import build_worker
+
+REPO = Path(__file__).resolve().parent.parent
+STALWART = [sys.executable, "-m", "client.cli"]
+
+
+def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProcess[str]:
+    extra = ["--address", address] if address else []
+    env = {**os.environ, "TEMPORAL_UI_URL": "http://localhost:8233"}
+    return subprocess.run([*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
+
+
+def address_of(env) -> str:
+    return env.client.service_client.config.target_host
+
+
+def test_check_names_the_misspelled_field_and_suggests_the_right_one(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[budgets]\nmax_step = 3\n')
+    result = stalwart("check", str(bad))
+    assert result.returncode == 2
+    assert f"{bad}: field `budgets.max_step` is not an agent setting; did you mean `max_steps`?" in result.stderr
+
+
+def test_run_with_a_bad_agent_file_names_the_field_before_starting_anything(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[budgets]\nmax_steps = 0\n')
+    result = stalwart("run", str(bad), "goal")
+    assert result.returncode == 2
+    assert "field `budgets.max_steps`" in result.stderr and "greater than or equal to 1" in result.stderr
+    assert "Temporal" not in result.stderr
+
+
+@pytest.mark.slow
+def test_run_dev_runs_the_example_agent_to_its_answer_and_prints_the_ui_link(tmp_path):
+    port, ui_port = free_port(), free_port()
+    result = stalwart(
+        "run", "--dev", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path),
+        "agents/calculator.toml", "What is (17 * 23) + 4?",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "calculator(expression=\"(17 * 23) + 4\") → 395" in result.stdout
+    assert "answer: (17 * 23) + 4 = 395" in result.stdout
+    assert "stop reason: done" in result.stdout
+    assert f"Temporal UI: http://localhost:{ui_port}/namespaces/default/workflows/calculator-" in result.stdout
+    assert (tmp_path / "temporal.db").exists()
+
+
+@pytest.mark.slow
+async def test_show_and_runs_read_a_finished_run_by_its_search_attributes(dev_env, task_queue):
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await client.start(REPO / "agents" / "calculator.toml", "What is (17 * 23) + 4?")
+        await handle.result()
+    address = address_of(dev_env)
+    show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=address)
+    events = await asyncio.to_thread(stalwart, "show", handle.run_id, "--events", address=address)
+    for _ in range(50):  # visibility is eventually consistent
+        runs = await asyncio.to_thread(stalwart, "runs", "--query", f'AgentStatus="done" AND WorkflowId="{handle.run_id}"', address=address)
+        if handle.run_id in runs.stdout:
+            break
+        await asyncio.sleep(0.1)
+    assert "status done" in show.stdout and "→ 395" in show.stdout
+    assert [line.split()[1] for line in events.stdout.splitlines()] == [
+        "user_message", "tool_call", "tool_result", "tool_call", "tool_result", "agent_response",
+    ]
+    row = next(line for line in runs.stdout.splitlines() if line.startswith(handle.run_id))
+    assert row.split()[1:5] == ["calculator", "done", "2", "40"]
+
+
+@pytest.mark.slow
+async def test_pending_and_approve_decide_a_waiting_call_from_another_process(dev_env, task_queue, tmp_path):
+    agent_file = tmp_path / "careful.toml"
+    agent_file.write_text(
+        'name = "careful"\ntools = ["calculator"]\nrequire_approval = ["calculator"]\n'
+        '[[scripted]]\ntool_calls = [{ name = "calculator", arguments = { expression = "2+3" }, id = "add" }]\n'
+        '[[scripted]]\ntext = "5"\n'
+    )
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    address = address_of(dev_env)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await client.start(agent_file, "add")
+        while not await handle.pending_approvals():
+            await asyncio.sleep(0.05)
+        pending = await asyncio.to_thread(stalwart, "pending", handle.run_id, address=address)
+        unknown = await asyncio.to_thread(stalwart, "approve", handle.run_id, "nope", address=address)
+        approve = await asyncio.to_thread(stalwart, "approve", handle.run_id, "add", "--reviewer", "carol", address=address)
+        result = await handle.result()
+    assert 'call add  calculator({"expression": "2+3"})' in pending.stdout
+    assert unknown.returncode == 2 and "no tool call 'nope' is waiting" in unknown.stderr
+    assert approve.returncode == 0
+    assert result.answer == "5" and result.steps[2].result == "5"
