@@ -1,0 +1,63 @@
+"""Agent files: every mistake is reported with the file, the field and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.agent_files import AgentFileError, load_agent
+
+AGENTS = Path(__file__).resolve().parent.parent / "agents"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "agent.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("path", sorted(AGENTS.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_example_agent_loads(path):
+    assert load_agent(path).name
+
+
+def test_defaults_follow_the_issue(tmp_path):
+    spec = load_agent(write(tmp_path, 'name = "a"\n'))
+    assert (spec.model, spec.budgets.max_steps, spec.budgets.finalize_on_budget) == ("scripted", 10, False)
+
+
+def test_a_missing_file_lists_the_agent_files_next_to_it(tmp_path):
+    (tmp_path / "real.toml").write_text('name = "real"\n')
+    with pytest.raises(AgentFileError, match=r"no such agent file\. Agent files in .*: real\.toml"):
+        load_agent(tmp_path / "typo.toml")
+
+
+def test_invalid_toml_names_the_line(tmp_path):
+    with pytest.raises(AgentFileError, match=r"agent\.toml: not valid TOML \(.*line 1"):
+        load_agent(write(tmp_path, "name = \n"))
+
+
+def test_a_missing_name_is_required(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `name` is required"):
+        load_agent(write(tmp_path, 'instructions = "hi"\n'))
+
+
+def test_an_unknown_top_level_field_suggests_the_closest(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `tool` is not an agent setting; did you mean `tools`\?"):
+        load_agent(write(tmp_path, 'name = "a"\ntool = ["calculator"]\n'))
+
+
+def test_a_wrong_value_names_the_field_and_the_value(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `budgets.max_parallel_tools`: .* \(got 0\)"):
+        load_agent(write(tmp_path, 'name = "a"\n[budgets]\nmax_parallel_tools = 0\n'))
+
+
+def test_a_bad_agent_name_says_what_a_name_may_contain(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `name`: .*letters, digits"):
+        load_agent(write(tmp_path, 'name = "my agent!"\n'))
+
+
+def test_a_tool_listed_twice_is_refused(tmp_path):
+    with pytest.raises(AgentFileError, match=r"tools listed twice: echo"):
+        load_agent(write(tmp_path, 'name = "a"\ntools = ["echo", "echo"]\n'))
