@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contracts.agent import AgentSpec, Budgets, McpHttpServer, McpStdioServer, ScriptedReply
+from contracts.agent import AgentSpec, Budgets, McpHttpServer, McpStdioServer, ScriptedReply, SubAgent
 
 _KNOWN_FIELDS = {
     "": set(AgentSpec.model_fields),
@@ -20,6 +20,8 @@ _KNOWN_FIELDS = {
     "scripted": set(ScriptedReply.model_fields),
     "mcp_servers.stdio": set(McpStdioServer.model_fields),
     "mcp_servers.http": set(McpHttpServer.model_fields),
+    "sub_agents": set(SubAgent.model_fields),
+    "sub_agents.spec": set(AgentSpec.model_fields),
 }
 
 
@@ -28,8 +30,12 @@ class AgentFileError(ValueError):
 
 
 def load_agent(path: str | Path) -> AgentSpec:
-    """Read and validate an agent file."""
-    path = Path(path)
+    """Read and validate an agent file, with the agent files of its sub-agents read into it."""
+    return _load(Path(path), chain=())
+
+
+def _load(path: Path, chain: tuple[Path, ...]) -> AgentSpec:
+    """`chain` holds the files that led here, so a sub-agent file that leads back to one of them is caught."""
     if not path.exists():
         nearby = sorted(p.name for p in path.parent.glob("*.toml")) if path.parent.exists() else []
         hint = f" Agent files in {path.parent}: {', '.join(nearby)}." if nearby else ""
@@ -39,7 +45,39 @@ def load_agent(path: str | Path) -> AgentSpec:
     except tomllib.TOMLDecodeError as err:
         raise AgentFileError(f"{path}: not valid TOML ({err}). Fix the syntax at that line.") from None
     # A stdio MCP server runs in the agent file's directory unless it says otherwise, so relative `args` work.
-    return parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
+    spec = parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
+    return _with_sub_agent_files(spec, path, (*chain, path.resolve()))
+
+
+def _with_sub_agent_files(spec: AgentSpec, path: Path, chain: tuple[Path, ...]) -> AgentSpec:
+    if not spec.sub_agents:
+        return spec
+    return spec.model_copy(update={"sub_agents": [_resolve(path, n, sub, chain) for n, sub in enumerate(spec.sub_agents)]})
+
+
+def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubAgent:
+    """A sub-agent with its `file` read into `spec`, relative to the declaring file `path`."""
+    field = f"sub_agents.{n}"
+    if sub.file is None:
+        if sub.spec is None:
+            return sub
+        inline = sub.spec.with_base_dir(path.parent.resolve())
+        return sub.model_copy(update={"spec": _with_sub_agent_files(inline, path, chain)})
+    if sub.spec is not None:
+        raise AgentFileError(f"{path}: field `{field}` sets both `file` and `spec`; keep one of them")
+    target = path.parent / sub.file
+    if target.resolve() in chain:
+        cycle = " -> ".join(p.name for p in (*chain[chain.index(target.resolve()) :], target.resolve()))
+        raise AgentFileError(
+            f"{path}: field `{field}.file` = {sub.file!r} leads back to an agent that delegates to this one "
+            f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
+        )
+    if not target.exists():
+        raise AgentFileError(
+            f"{path}: field `{field}.file`: no agent file {target} (a sub-agent's `file` is relative to the file that declares it); "
+            "fix the path or create the file"
+        )
+    return sub.model_copy(update={"spec": _load(target, chain)})
 
 
 def parse_agent(data: dict[str, Any], *, source: str = "<agent>") -> AgentSpec:

@@ -10,7 +10,7 @@ import re
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 ActionFormat = Literal["native", "json", "fenced"]
 
@@ -124,6 +124,64 @@ McpServerSpec = Annotated[
 ]
 """An MCP server of an agent, told apart by `transport`."""
 
+SubAgentMode = Literal["agentic", "single"]
+
+
+class SubAgent(_Strict):
+    """Another agent this one may delegate to, offered to its model as a tool `name` taking a `task`.
+
+    Exactly one of `file`, `spec` or `url` says who it is. The agent-file
+    loader reads `file` into `spec` (keeping the path for the record), so a
+    run's input holds the whole team and its replay needs no files.
+    """
+
+    name: str = Field(description="The tool name the model calls to delegate, e.g. `researcher`.")
+    description: str = Field("", description="What the model is told the agent does; by default the agent's own description, or its A2A card.")
+    file: str | None = Field(None, description="An agent file, relative to the agent file that declares this sub-agent.")
+    spec: AgentSpec | None = Field(None, description="The agent itself, inline; its `name` defaults to the sub-agent's.")
+    url: str | None = Field(None, description="A remote agent reached over A2A: its base URL or the URL of its card.")
+    auth_token_env: str | None = Field(None, description="With `url`: the worker's environment variable holding a bearer token.")
+    mode: SubAgentMode = Field(
+        "agentic", description="`agentic`: the agent's whole loop as a child run; `single`: one model call without tools."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline_spec_named(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict) and "name" not in data["spec"]:
+            return {**data, "spec": {"name": data.get("name"), **data["spec"]}}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _tool_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", value):
+            raise ValueError("use 1-64 letters, digits, '-' or '_', starting with a letter (it becomes a tool name)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("use an http:// or https:// URL such as `http://127.0.0.1:9999/researcher`")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubAgent:
+        if self.url is not None:
+            if self.file is not None or self.spec is not None:
+                raise ValueError(f"sub-agent {self.name!r}: set only one of `file`, `spec` or `url`")
+            if self.mode == "single":
+                raise ValueError(f"sub-agent {self.name!r}: `mode = \"single\"` needs a local agent (`file` or `spec`); remove `mode` for a `url`")
+        elif self.file is None and self.spec is None:
+            raise ValueError(
+                f"sub-agent {self.name!r} says nothing about who it is: set `file = \"{self.name}.toml\"`, "
+                f"an inline `spec` table, or `url = \"http://...\"`"
+            )
+        elif self.auth_token_env is not None:
+            raise ValueError(f"sub-agent {self.name!r}: `auth_token_env` is only for a remote agent (`url`); remove it")
+        return self
+
 
 class AgentSpec(_Strict):
     """An agent: its instructions, its model, its tools and its budgets."""
@@ -142,6 +200,7 @@ class AgentSpec(_Strict):
     budgets: Budgets = Field(default_factory=Budgets)
     scripted: list[ScriptedReply] = Field(default_factory=list, description="Replies of the `scripted` model, in order.")
     mcp_servers: list[McpServerSpec] = Field(default_factory=list, description="MCP servers whose tools the agent may call.")
+    sub_agents: list[SubAgent] = Field(default_factory=list, description="Agents this agent may delegate tasks to, each offered as a tool.")
     bindings: dict[str, dict[str, str]] = Field(
         default_factory=dict,
         description="Tool name -> {parameter: run input name}: bound parameters come from the run's inputs, hidden from the model.",
@@ -181,6 +240,18 @@ class AgentSpec(_Strict):
             raise ValueError(f"MCP servers named twice: {', '.join(duplicates)}; give each server its own name")
         return value
 
+    @field_validator("sub_agents")
+    @classmethod
+    def _sub_agent_names_free(cls, value: list[SubAgent], info: ValidationInfo) -> list[SubAgent]:
+        names = [sub.name for sub in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"sub-agents named twice: {', '.join(duplicates)}; give each sub-agent its own name")
+        taken = sorted(set(names) & set(info.data.get("tools", [])))
+        if taken:
+            raise ValueError(f"sub-agent name(s) {', '.join(taken)} are also in `tools`; rename the sub-agent, as the model calls both by name")
+        return value
+
     def with_base_dir(self, base_dir: str | PurePath) -> AgentSpec:
         """This spec with each stdio MCP server's `cwd` made absolute against `base_dir` (an agent file's directory)."""
         servers = [
@@ -190,3 +261,7 @@ class AgentSpec(_Strict):
             for server in self.mcp_servers
         ]
         return self.model_copy(update={"mcp_servers": servers})
+
+
+SubAgent.model_rebuild()
+AgentSpec.model_rebuild()

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from contracts.agent import McpServerSpec
+from contracts.agent import McpServerSpec, SubAgent
 
 
 class ToolSpec(BaseModel):
@@ -31,3 +31,5 @@ class ToolSpec(BaseModel):
     """For kind "mcp": the server hosting the tool, carried whole so `run_tool` reaches it from its request alone."""
     remote_name: str | None = None
     """The tool's name on its MCP server, when `name` was prefixed to avoid a collision."""
+    sub_agent: SubAgent | None = None
+    """For kind "agent": the agent a call delegates to, carried whole so the delegation needs nothing else."""

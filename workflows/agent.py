@@ -199,7 +199,7 @@ class AgentWorkflow:
     # -- activities ----------------------------------------------------------
 
     async def _describe_tools(self) -> list[ToolSpec]:
-        agent_tools = delegation.tool_specs(self._agent)
+        agent_tools = await delegation.describe(self._agent)
         if not self._agent.tools and not self._agent.mcp_servers:
             return agent_tools
         result = await workflow.execute_activity(

@@ -1,19 +1,44 @@
-"""Delegation: another agent as a tool of this one (a child workflow, or a remote agent over A2A).
+"""Delegation: another agent as a tool of this one.
 
-Placeholder interface; the implementation lands with the sub-agents work.
+A local sub-agent runs as a child workflow, so it has its own run, history and
+UI page, and is cancelled with its parent; a remote one is asked over A2A by
+an activity. Either way its outcome comes back to the model as a tool result:
+a failure is feedback (`Delegation failed: ...`), never the end of the parent.
+A sub-agent spends from its parent's budgets: its own limits are capped at
+what the parent has left, and what it used is added to the parent's usage.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError, is_cancelled_exception
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.agent import AgentSpec
+    from activities.a2a import policy
+    from contracts import names
+    from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
+    from contracts.agent import AgentSpec, Budgets, SubAgent
     from contracts.messages import ToolCall, ToolResult, Usage
+    from contracts.run import AgentResult, RunInput
     from contracts.tools import ToolSpec
+
+TASK_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {
+            "type": "string",
+            "description": "What the agent should do, with everything it needs to know: it does not see this conversation.",
+        }
+    },
+    "required": ["task"],
+}
+FAILED = "Delegation failed: {why}"
+RETRY_HINT = "Try a narrower task, or answer with what you have."
 
 
 @dataclass(frozen=True)
@@ -36,8 +61,215 @@ class Delegated:
 
 def tool_specs(agent: AgentSpec) -> list[ToolSpec]:
     """One tool (kind `agent`) per agent this agent may delegate to."""
-    return []
+    return [
+        ToolSpec(
+            name=sub.name,
+            description=sub.description or _own_description(sub),
+            parameters=TASK_PARAMETERS,
+            kind="agent",
+            # A sub-agent with tools may change things; asking it twice is not a repeat to short-cut.
+            side_effecting=sub.url is not None or sub.spec is None or _may_act(sub),
+            sub_agent=sub,
+        )
+        for sub in agent.sub_agents
+    ]
+
+
+async def describe(agent: AgentSpec) -> list[ToolSpec]:
+    """`tool_specs`, with each remote agent that has no description described by its A2A card.
+
+    The card is fetched by an activity, so it is recorded once and a replay
+    sees the same description. An unreadable card is not fatal: the agent is
+    still offered, and a delegation to it will say what is wrong.
+    """
+    specs = tool_specs(agent)
+    return list(await asyncio.gather(*(_with_card(spec) for spec in specs)))
 
 
 async def delegate(call: ToolCall, tool: ToolSpec, context: DelegationContext) -> Delegated:
-    raise NotImplementedError
+    """Run the sub-agent of `tool` on the call's task; its answer (or why it failed) is the call's result."""
+    sub = tool.sub_agent
+    if sub is None:
+        return _failed(call, f"tool {tool.name} is of kind `agent` but names no sub-agent; declare it under [[sub_agents]]")
+    task = call.arguments.get("task")
+    if not isinstance(task, str) or not task.strip():
+        return _failed(call, f'call {tool.name} with a "task": a string saying what the agent should do')
+    spent = _spent_budget(context)
+    if spent is not None:
+        return _failed(call, f"this run has no {spent} budget left for sub-agent {sub.name}; answer with what you have")
+    if sub.url is not None:
+        return await _remote(call, sub, sub.url, task, context)
+    return await _child(call, sub, task, context)
+
+
+# -- local sub-agents: child workflows ------------------------------------------
+
+
+async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationContext) -> Delegated:
+    if sub.spec is None:
+        return _failed(
+            call,
+            f"sub-agent {sub.name} names the agent file {sub.file!r}, which was not read into this run; "
+            "start the run from its agent file (client.load_agent embeds sub-agent files)",
+        )
+    spec = _as_single_call(sub.spec) if sub.mode == "single" else sub.spec
+    spec = spec.model_copy(update={"budgets": _drawn(spec.budgets, context)})
+    try:
+        result = await workflow.execute_child_workflow(
+            names.WORKFLOW_TYPE,
+            RunInput(agent=spec, goal=task, inputs=context.inputs),
+            result_type=AgentResult,
+            id=f"{context.parent_id}/{sub.name}/{context.step}-{call.id}",
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"{sub.name} ({sub.mode}) for {context.parent_id}: {task}"[:400],
+            static_details=f"**Sub-agent** `{sub.name}` of `{context.parent_id}` · mode `{sub.mode}` · model `{spec.model}`\n\n**Task**\n\n{task}",
+        )
+    except ChildWorkflowError as err:
+        if _parent_cancelled():
+            raise asyncio.CancelledError() from err
+        return _failed(call, f"sub-agent {sub.name} failed: {_innermost(err)}. {RETRY_HINT}")
+    except WorkflowAlreadyStartedError:
+        return _failed(call, f"sub-agent {sub.name} is already running this call (id {call.id}); wait for its answer")
+    if _parent_cancelled():
+        raise asyncio.CancelledError()
+    if result.stop_reason == "done":
+        return Delegated(ToolResult(call_id=call.id, name=call.name, content=result.answer), result.usage)
+    detail = result.error or result.answer or "it gave no answer"
+    why = f"sub-agent {sub.name} stopped with {result.stop_reason}: {detail}. {RETRY_HINT}"
+    return Delegated(_failure(call, why), result.usage)
+
+
+def _as_single_call(spec: AgentSpec) -> AgentSpec:
+    """Prompty's `single` mode: the agent's instructions and model, one call, no tools."""
+    return spec.model_copy(
+        update={
+            "tools": [],
+            "mcp_servers": [],
+            "sub_agents": [],
+            "bindings": {},
+            "require_approval": [],
+            "budgets": spec.budgets.model_copy(update={"max_steps": 1, "finalize_on_budget": False}),
+        }
+    )
+
+
+def _drawn(budgets: Budgets, context: DelegationContext) -> Budgets:
+    """The sub-agent's budgets, each capped at what the parent has left of it."""
+    caps: dict[str, Any] = {}
+    for name, left in (
+        ("max_tokens", context.remaining_tokens),
+        ("max_seconds", context.remaining_seconds),
+        ("max_cost_usd", context.remaining_cost_usd),
+    ):
+        if left is not None:
+            own = getattr(budgets, name)
+            caps[name] = left if own is None else min(own, left)
+    return budgets.model_copy(update=caps)
+
+
+def _spent_budget(context: DelegationContext) -> str | None:
+    """The first of the parent's budgets that is used up, if any: no sub-agent can start on nothing."""
+    for name, left in (("token", context.remaining_tokens), ("time", context.remaining_seconds), ("cost", context.remaining_cost_usd)):
+        if left is not None and left <= 0:
+            return name
+    return None
+
+
+def _parent_cancelled() -> bool:
+    """Whether this delegation was cancelled from above (the run cancelled, or its wall-clock budget reached).
+
+    The SDK then asks the child to cancel and waits for it to end, so the
+    child's outcome arrives as usual; only the cancellation count of the
+    waiting task tells that the parent no longer wants it.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _may_act(sub: SubAgent) -> bool:
+    spec = sub.spec
+    return sub.mode == "agentic" and spec is not None and bool(spec.tools or spec.mcp_servers or spec.sub_agents)
+
+
+def _own_description(sub: SubAgent) -> str:
+    if sub.spec is not None and sub.spec.description:
+        return sub.spec.description
+    if sub.url is not None:
+        return f"A remote agent at {sub.url}."
+    return f"The {sub.name} agent: give it a task and it answers."
+
+
+# -- remote sub-agents: A2A -----------------------------------------------------
+
+
+async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: DelegationContext) -> Delegated:
+    request = A2ADelegateRequest(
+        url=url,
+        task=task,
+        idempotency_key=f"{context.parent_id}/{context.step}/{call.id}",
+        auth_token_env=sub.auth_token_env,
+    )
+    try:
+        answer = await workflow.execute_activity(
+            policy.A2A_DELEGATE,
+            request,
+            result_type=A2ADelegateResult,
+            start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
+            schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
+            heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
+            retry_policy=policy.DELEGATE_RETRY,
+            summary=f"delegate to {sub.name} · {url}"[:200],
+        )
+    except ActivityError as err:
+        return _failed(call, f"remote agent {sub.name} ({url}): {_unless_cancelled(err)}")
+    content = answer.text
+    if answer.state == "input-required":
+        content = f"{answer.agent_name} needs more to go on and asks: {answer.text}\nDelegate again with a task that answers this."
+    return Delegated(ToolResult(call_id=call.id, name=call.name, content=content), Usage())
+
+
+async def _with_card(spec: ToolSpec) -> ToolSpec:
+    sub = spec.sub_agent
+    if sub is None or sub.url is None or sub.description:
+        return spec
+    try:
+        card = await workflow.execute_activity(
+            policy.A2A_DESCRIBE,
+            A2ADescribeRequest(url=sub.url, auth_token_env=sub.auth_token_env),
+            result_type=A2AAgentCard,
+            start_to_close_timeout=policy.DESCRIBE_START_TO_CLOSE,
+            retry_policy=policy.DESCRIBE_RETRY,
+            summary=f"read the A2A card of {sub.name} · {sub.url}"[:200],
+        )
+    except ActivityError as err:
+        unread = f"A remote agent at {sub.url} (its A2A card could not be read: {_unless_cancelled(err)})."
+        return spec.model_copy(update={"description": unread})
+    return spec.model_copy(update={"description": card.summary()})
+
+
+# -- results --------------------------------------------------------------------
+
+
+def _failure(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=FAILED.format(why=why), is_error=True)
+
+
+def _failed(call: ToolCall, why: str) -> Delegated:
+    return Delegated(_failure(call, why), Usage())
+
+
+def _unless_cancelled(err: ActivityError) -> str:
+    """Why the activity failed; a cancellation is raised on, as the run itself is being cancelled."""
+    if is_cancelled_exception(err):
+        raise asyncio.CancelledError() from err
+    return _innermost(err)
+
+
+def _innermost(err: BaseException) -> str:
+    """The message of the failure at the bottom of the chain, which names what went wrong."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    if isinstance(err, ApplicationError) and err.type:
+        return f"{err.type}: {err.message}"
+    return str(err) or type(err).__name__
