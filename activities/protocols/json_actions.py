@@ -9,12 +9,14 @@ note to the model instead of being taken for "no action".
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
-from activities.protocols.prompts import JSON_TOOLS_INSTRUCTIONS, NO_ACTION_INSTRUCTIONS
-from activities.protocols.reading import Reading, tool_call
+from activities.protocols.prompts import JSON_AGENT_INSTRUCTIONS, JSON_TOOLS_INSTRUCTIONS, NO_ACTION_INSTRUCTIONS
+from activities.protocols.reading import Reading, delegation_call, tool_call
 
 REMINDER = f"{JSON_TOOLS_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
+AGENT_REMINDER = f"{JSON_AGENT_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
 
 
 def parse_action(content: str) -> dict[str, Any] | None:
@@ -61,15 +63,17 @@ def balanced_objects(text: str) -> list[str]:
     return spans
 
 
-def read(content: str, step: int) -> Reading:
-    """What a phase-1 reply asks for: a tool call, the final answer (`{}` or no action), or a correction."""
+def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
+    """What a phase-1 reply asks for: a tool call, a delegation to one of `agents`, the final answer (`{}` or no action), or a correction."""
     action = parse_action(content)
     if action is None:
         if '"tool"' in content:
             return Reading(feedback=f"Your reply looks like a tool call but is not valid JSON. {REMINDER}")
+        if '"agent"' in content and agents:
+            return Reading(feedback=f"Your reply looks like a delegation but is not valid JSON. {AGENT_REMINDER}")
         return Reading(wants_final_answer=True)
     if "tool" in action:
         return tool_call(action, step, 1, REMINDER)
     if "agent" in action:
-        return Reading(feedback=f"This agent cannot delegate to other agents. {REMINDER}")
+        return delegation_call(action, step, 1, agents, AGENT_REMINDER if agents else REMINDER)
     return Reading(wants_final_answer=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,3 +35,17 @@ def tool_call(action: dict[str, Any], step: int, n: int, reminder: str) -> Readi
         problem = f'"arguments" must be a JSON object, got {json.dumps(arguments)[:200]}.'
         return Reading(tool_calls=[ToolCall(id=call_id, name=name, arguments_error=problem)])
     return Reading(tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)])
+
+
+def delegation_call(action: dict[str, Any], step: int, n: int, agents: Collection[str], reminder: str) -> Reading:
+    """A delegation `{"agent": ..., "task": ...}` as a call of the agent's tool (kind `agent`), taking the `task`."""
+    if not agents:
+        return Reading(feedback=f"This agent cannot delegate to other agents. {reminder}")
+    name = action.get("agent")
+    if not isinstance(name, str) or name not in agents:
+        known = ", ".join(sorted(agents))
+        return Reading(feedback=f"There is no agent named {json.dumps(name)}; delegate to one of: {known}. {reminder}")
+    task = action.get("task")
+    if not isinstance(task, str) or not task.strip():
+        return Reading(feedback=f'A delegation needs a "task": a string saying what the agent should do. {reminder}')
+    return Reading(tool_calls=[ToolCall(id=f"call_{step}_{n}", name=name, arguments={"task": task})])

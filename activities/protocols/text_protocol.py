@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from activities.protocols import fenced, json_actions
-from activities.protocols.prompts import fenced_system_prompt, json_system_prompt
+from activities.protocols.prompts import agent_names, fenced_system_prompt, json_system_prompt
 from activities.protocols.reading import Reading
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
@@ -28,7 +28,7 @@ class TextProtocol:
         self,
         inner: object,
         prompt: Callable[[str, list[ToolSpec]], str],
-        reader: Callable[[str, int], Reading],
+        reader: Callable[[str, int, frozenset[str]], Reading],
         gate: Callable[[TurnObserver], "Gate"],
     ) -> None:
         self.inner = inner
@@ -43,7 +43,7 @@ class TextProtocol:
         if not acting:
             gate.finish(called_tools=False)
             return turn
-        reading = self._reader(turn.text, context.step)
+        reading = self._reader(turn.text, context.step, agent_names(context.tools))
         gate.finish(called_tools=bool(reading.tool_calls) or reading.feedback is not None or reading.wants_final_answer)
         return turn.model_copy(
             update={"tool_calls": reading.tool_calls, "wants_final_answer": reading.wants_final_answer, "feedback": reading.feedback}
@@ -53,24 +53,30 @@ class TextProtocol:
 def as_text(context: ModelContext, prompt: Callable[[str, list[ToolSpec]], str]) -> ModelContext:
     """The context as a text-only conversation, with the tools described in the system prompt."""
     agent = context.agent.model_copy(update={"instructions": prompt(context.agent.instructions, context.tools)})
-    messages = [_as_text(m) for m in context.messages]
+    agents = agent_names(context.tools)
+    messages = [_as_text(m, agents) for m in context.messages]
     return context.model_copy(update={"agent": agent, "tools": [], "tools_enabled": False, "messages": messages})
 
 
-def _as_text(message: Message) -> Message:
+def _as_text(message: Message, agents: frozenset[str]) -> Message:
     if message.role == "tool":
-        return Message(role="user", content=results_text(message.tool_results))
+        return Message(role="user", content=results_text(message.tool_results, agents))
     if message.role == "assistant":
         return Message(role="assistant", content=message.content)
     return message
 
 
-def results_text(results: list[ToolResult]) -> str:
-    """Tool results as the seed feeds them back; several results are told apart by tool name."""
+def results_text(results: list[ToolResult], agents: frozenset[str] = frozenset()) -> str:
+    """Tool results as the seed feeds them back (`Agent response: ...` from the `agents`); several are told apart by name."""
 
     def line(r: ToolResult) -> str:
-        label = "Tool execution failed" if r.is_error else "Tool result"
-        return f"{label} ({r.name}): {r.content}" if len(results) > 1 else f"{label}: {r.content}"
+        content = r.content
+        if r.name in agents:
+            label = "Delegation failed" if r.is_error else "Agent response"
+            content = content.removeprefix(f"{label}: ")
+        else:
+            label = "Tool execution failed" if r.is_error else "Tool result"
+        return f"{label} ({r.name}): {content}" if len(results) > 1 else f"{label}: {content}"
 
     return "\n\n".join(line(r) for r in results)
 
