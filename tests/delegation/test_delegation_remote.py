@@ -1,0 +1,45 @@
+"""Delegation to a remote agent over A2A, against the live A2A test server of tests/a2a."""
+
+from __future__ import annotations
+
+from delegation_team import call
+
+from contracts import AgentSpec, ModelContext, ModelRequest, ScriptedReply
+from contracts.agent import SubAgent
+
+
+def remote_lead(url: str) -> AgentSpec:
+    return AgentSpec(
+        name="lead",
+        sub_agents=[SubAgent(name="remote", url=url)],
+        scripted=[ScriptedReply(tool_calls=[call("remote", task="Find quantum info")]), ScriptedReply(text="Done.")],
+    )
+
+
+async def test_a_remote_sub_agent_answers_over_a2a_with_the_call_as_its_message_id(a2a_server, stalwart, worker_with):
+    async with worker_with():
+        handle = await stalwart.start(remote_lead(a2a_server.url("echo")), "Explain")
+        result = await handle.result()
+    assert result.steps[2].result == "echo: Find quantum info"
+    assert a2a_server.message_ids == [f"{handle.run_id}/1/call_1_1"]
+
+
+async def test_a_remote_sub_agent_without_a_description_is_described_by_its_card(a2a_server, stalwart, worker_with):
+    async with worker_with():
+        handle = await stalwart.start(remote_lead(a2a_server.url("echo")), "Explain")
+        await handle.result()
+        context = await stalwart.temporal.get_workflow_handle(handle.run_id).query(
+            "model_context", ModelRequest(step=1, message_count=1, tools_enabled=True), result_type=ModelContext
+        )
+    [tool] = context.tools
+    assert tool.description == "echo: Repeats what it is told.\n- Research: Finds and summarises sources on a topic. (e.g. Find papers on qubits)"
+
+
+async def test_a_remote_agent_that_cannot_be_reached_is_fed_back_as_a_delegation_error(a2a_server, stalwart, worker_with):
+    async with worker_with():
+        handle = await stalwart.start(remote_lead(a2a_server.url("nobody")), "Explain")
+        result = await handle.result()
+        events = await handle.events()
+    assert result.stop_reason == "done"
+    assert [e.event_type for e in events] == ["user_message", "delegation_request", "delegation_error", "agent_response"]
+    assert events[2].content.startswith(f"Delegation failed: remote agent remote ({a2a_server.url('nobody')}): A2ARequestError: no A2A agent card")
