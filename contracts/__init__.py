@@ -5,7 +5,7 @@ does no I/O, so workflow code can use it inside the sandbox.
 """
 
 from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ModelContext, ModelRequest, ToolRequest
-from contracts.agent import ActionFormat, AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from contracts.agent import ActionFormat, AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SubAgent
 from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
 from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
 from contracts.tools import ToolSpec
@@ -29,6 +29,7 @@ __all__ = [
     "ScriptedToolCall",
     "StepRecord",
     "StopReason",
+    "SubAgent",
     "ToolCall",
     "ToolRequest",
     "ToolResult",

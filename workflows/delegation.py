@@ -39,6 +39,12 @@ TASK_PARAMETERS: dict[str, Any] = {
 }
 FAILED = "Delegation failed: {why}"
 RETRY_HINT = "Try a narrower task, or answer with what you have."
+WITHOUT_ANSWER = {
+    "cancelled": "its run was cancelled",
+    "max_seconds": "its time ran out",
+    "max_tokens": "its token budget ran out",
+    "max_cost": "its cost budget ran out",
+}
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,7 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
         raise asyncio.CancelledError()
     if result.stop_reason == "done":
         return Delegated(ToolResult(call_id=call.id, name=call.name, content=result.answer), result.usage)
-    detail = result.error or result.answer or "it gave no answer"
+    detail = result.error or result.answer or WITHOUT_ANSWER.get(result.stop_reason, "it gave no answer")
     why = f"sub-agent {sub.name} stopped with {result.stop_reason}: {detail}. {RETRY_HINT}"
     return Delegated(_failure(call, why), result.usage)
 

@@ -117,3 +117,15 @@ async def test_a_delegating_run_replays_from_its_history_alone(stalwart, worker_
         await handle.result()
         history: WorkflowHistory = await handle.history()
     await Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER).replay_workflow(history)
+
+
+async def test_a_sub_agent_cancelled_on_its_own_is_fed_back_and_the_parent_goes_on(stalwart, worker_with):
+    tool_started.clear()
+    sub = researcher(ScriptedReply(tool_calls=[call("hour_long_search", topic="qubits")]), tools=["hour_long_search"])
+    async with worker_with(hour_long_search):
+        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain")
+        await tool_started.wait()
+        await stalwart.get(child_id(handle.run_id)).cancel()
+        result = await handle.result()
+    assert (result.stop_reason, result.answer) == ("done", "The researcher was stopped.")
+    assert result.steps[2].error.startswith("Delegation failed: sub-agent researcher stopped with cancelled: its run was cancelled.")
