@@ -58,3 +58,9 @@ async def hour_long_search(topic: str) -> str:
     tool_started.set()
     await asyncio.sleep(3600)
     return "found"
+
+
+def blocked_researcher() -> AgentSpec:
+    """A researcher whose one step is an hour-long search, so it is still working when the test acts (see `tool_started`)."""
+    tool_started.clear()
+    return researcher(ScriptedReply(tool_calls=[call("hour_long_search", topic="qubits")]), tools=["hour_long_search"])

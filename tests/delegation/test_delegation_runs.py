@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from delegation_team import RESEARCH, call, child_id, delegating, hour_long_search, lead, researcher, tool_started
+from delegation_team import RESEARCH, blocked_researcher, call, child_id, delegating, hour_long_search, lead, researcher, tool_started
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -83,8 +83,7 @@ async def test_no_sub_agent_starts_when_the_parent_has_no_budget_left(stalwart, 
 
 
 async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with):
-    tool_started.clear()
-    sub = researcher(ScriptedReply(tool_calls=[call("hour_long_search", topic="qubits")]), tools=["hour_long_search"])
+    sub = blocked_researcher()
     async with worker_with(hour_long_search):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub), "Explain")
         await tool_started.wait()
@@ -120,8 +119,7 @@ async def test_a_delegating_run_replays_from_its_history_alone(stalwart, worker_
 
 
 async def test_a_sub_agent_cancelled_on_its_own_is_fed_back_and_the_parent_goes_on(stalwart, worker_with):
-    tool_started.clear()
-    sub = researcher(ScriptedReply(tool_calls=[call("hour_long_search", topic="qubits")]), tools=["hour_long_search"])
+    sub = blocked_researcher()
     async with worker_with(hour_long_search):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain")
         await tool_started.wait()
