@@ -231,7 +231,7 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
         return _failed(call, f"remote agent {sub.name} ({url}): {_unless_cancelled(err)}")
     content = answer.text
     if answer.state == "input-required":
-        content = f"{answer.agent_name} needs more to go on and asks: {answer.text}\nDelegate again with a task that answers this."
+        content = f"{answer.agent_name} needs more to go on and asks: {answer.text}\nDelegate again with the whole task and the answer to this question."
     return Delegated(ToolResult(call_id=call.id, name=call.name, content=content), Usage())
 
 

@@ -43,3 +43,9 @@ async def test_a_remote_agent_that_cannot_be_reached_is_fed_back_as_a_delegation
     assert result.stop_reason == "done"
     assert [e.event_type for e in events] == ["user_message", "delegation_request", "delegation_error", "agent_response"]
     assert events[2].content.startswith(f"Delegation failed: remote agent remote ({a2a_server.url('nobody')}): A2ARequestError: no A2A agent card")
+
+
+async def test_a_remote_agent_that_asks_back_gives_the_model_its_question(a2a_server, stalwart, worker_with):
+    async with worker_with():
+        result = await stalwart.run(remote_lead(a2a_server.url("asker")), "Explain")
+    assert result.steps[2].result == "asker needs more to go on and asks: Which year do you mean?\nDelegate again with the whole task and the answer to this question."
