@@ -12,6 +12,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from activities.providers.choice import choose_model
 from client.agent_files import AgentFileError, load_agent
 from client.api import RunHandle, StalwartClient
 from client.connection import connect, default_address, default_namespace
@@ -156,20 +157,23 @@ async def _run(args: argparse.Namespace) -> int:
         stalwart = StalwartClient(temporal, task_queue=args.task_queue, ui_url=ui_url)
         if not args.dev:
             await _warn_without_workers(temporal, args.task_queue)
+        choice = choose_model(spec)
+        if args.dev and spec.model != choice.model:  # the embedded worker shares this environment's keys
+            spec = spec.model_copy(update={"model": choice.model})
         handle = await stalwart.start(spec, args.goal, inputs=inputs)
-        print(f"run {handle.run_id} · agent {spec.name} · model {spec.model}", file=sys.stderr)
-        print(f"Temporal UI: {handle.ui_url}", file=sys.stderr)
+        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({choice.reason})")
+        print(f"Temporal UI: {handle.ui_url}", flush=True)
         if args.no_follow:
             print(handle.run_id)
             return EXIT_OK
         approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all))
         try:
-            return await _follow(handle, as_json=args.json, keep=args.dev and args.keep)
+            return await _follow(handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev)
         finally:
             approvals.cancel()
 
 
-async def _follow(handle: RunHandle, *, as_json: bool, keep: bool) -> int:
+async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool = False) -> int:
     if not as_json:
         async for step in handle.watch():
             print(render.step_line(step), flush=True)
@@ -181,6 +185,12 @@ async def _follow(handle: RunHandle, *, as_json: bool, keep: bool) -> int:
     if keep:
         print("\nThe dev server and its UI stay up; press Ctrl-C to stop.", file=sys.stderr)
         await asyncio.Event().wait()
+    elif embedded:
+        print(
+            "(the embedded server stops with this command: add --keep to browse the run now, "
+            "or run `stalwart dev` later; the run is kept in its SQLite file)",
+            file=sys.stderr,
+        )
     return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled") else EXIT_OK
 
 
@@ -193,10 +203,10 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:
                 continue
             announced.add(pending.call_id)
             call = f"{pending.tool_name}({json.dumps(pending.arguments)})"
-            print(f"approval needed for {call} · call {pending.call_id}", file=sys.stderr, flush=True)
+            print(f"    approval needed for {call} · call {pending.call_id}", flush=True)
             if approve_all:
                 await handle.approve(pending.call_id, reviewer="stalwart run --approve-all")
-                print("  approved (--approve-all)", file=sys.stderr, flush=True)
+                print("    approved (--approve-all)", flush=True)
             elif sys.stdin.isatty():
                 answer = await asyncio.to_thread(input, "  approve? [y/N] ")
                 if answer.strip().lower() in ("y", "yes"):
@@ -205,10 +215,9 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:
                     await handle.reject(pending.call_id, reason="declined at the terminal", reviewer="terminal")
             else:
                 print(
-                    f"  decide with `stalwart approve {handle.run_id} {pending.call_id}` or "
+                    f"    decide with `stalwart approve {handle.run_id} {pending.call_id}` or "
                     f"`stalwart reject {handle.run_id} {pending.call_id} --reason ...`; "
                     f"unanswered, it is rejected at {pending.expires_at:%Y-%m-%d %H:%M:%S} UTC",
-                    file=sys.stderr,
                     flush=True,
                 )
         await asyncio.sleep(0.3)

@@ -38,10 +38,11 @@ def events(steps: list[StepRecord]) -> list[RunEvent]:
     out: list[RunEvent] = []
 
     def add(step: StepRecord, event_type: str, content: object, **metadata: object) -> None:
+        requested = event_type in ("tool_call", "delegation_request")
         out.append(
             RunEvent(
                 event_id=f"evt-{len(out) + 1}",
-                timestamp=step.ended_at or step.started_at,
+                timestamp=step.started_at if requested else (step.ended_at or step.started_at),
                 event_type=event_type,  # type: ignore[arg-type]
                 content=content,
                 metadata={"step": step.step, **{k: v for k, v in metadata.items() if v is not None}},

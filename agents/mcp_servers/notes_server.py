@@ -53,6 +53,12 @@ def build_server(notes: list[dict[str, str]]) -> MCPServer:
                 return note["body"]
         raise ToolError(f"no note titled {title!r}; search_notes lists the titles")
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    def add_note(title: str, body: str) -> str:
+        """Save a note for the team (replacing any note with the same title)."""
+        notes[:] = [n for n in notes if n["title"] != title] + [{"title": title, "body": body}]
+        return f"saved note {title!r}"
+
     return server
 
 
