@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -95,7 +96,8 @@ async def streamed_call(
     """Open the stream within the first-token deadline and fold its events into a turn; SDK failures become ModelErrors."""
     try:
         events = events_within(open_stream, first_token_seconds=first_token_seconds(agent.extra), what=target.provider)
-        return await fold(events)
+        async with aclosing(events):
+            return await fold(events)
     except Exception as err:
         translated = errors.translate(err, target, secret)
         if translated is None or translated is err:
