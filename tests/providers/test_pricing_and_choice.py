@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from activities.pricing import PRICES_ENV, Price, price_of, priced
-from activities.providers import ModelRequestError, ModelUnavailableError, choose_model
+from activities.providers import ModelRequestError, ModelUnavailableError, choose_model, effective
 from activities.providers.errors import Target, retry_after_seconds, translate
 from contracts import AgentSpec, Budgets
 from contracts.messages import Usage
@@ -90,3 +90,9 @@ def test_overloaded_anthropic_is_retryable():
     response = httpx2.Response(529, request=request, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     err = anthropic.APIStatusError("overloaded", response=response, body=response.json())
     assert isinstance(translate(err, Target("anthropic", "claude-haiku-4-5", "ANTHROPIC_API_KEY"), None), ModelUnavailableError)
+
+
+def test_auto_is_resolved_on_the_worker_from_its_own_keys(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert effective(AgentSpec(name="a", model="auto")).model.startswith("anthropic:")
