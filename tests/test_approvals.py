@@ -14,6 +14,12 @@ from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 transfers: list[int] = []
 
 
+@pytest.fixture(scope="module")
+def time_skipping_env(isolated_time_skipping_env):
+    """A server of this module's own: its tests need workflow time to pass (see tests/conftest.py)."""
+    return isolated_time_skipping_env
+
+
 @tool(side_effecting=True, requires_approval=True)
 def transfer_money(amount: int) -> str:
     """Move money; a person must approve every call.

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 
 from activities.tools import tool
 from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 tool_started = asyncio.Event()
+
+
+@pytest.fixture(scope="module")
+def time_skipping_env(isolated_time_skipping_env):
+    """A server of this module's own: its tests need workflow time to pass (see tests/conftest.py)."""
+    return isolated_time_skipping_env
 
 
 # The heartbeat timeout must outlast the 60 s budget: once time skipping is released the test server
