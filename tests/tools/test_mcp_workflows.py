@@ -1,8 +1,4 @@
-"""Whole runs on the time-skipping server: describe -> scripted model -> run_tool -> a real MCP server -> answer.
-
-The agents also list a function tool: the workflow only describes tools
-when `tools` is non-empty (see the strict xfail below).
-"""
+"""Whole runs on the time-skipping server: describe -> scripted model -> run_tool -> a real MCP server -> answer."""
 
 from __future__ import annotations
 
@@ -128,10 +124,6 @@ async def test_run_with_mcp_tools_replays_from_its_history(time_skipping_env, ta
     assert replay.replay_failure is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflows/agent.py skips describe_tools when `agent.tools` is empty, so an agent with only MCP servers gets no tools",
-)
 async def test_agent_with_only_mcp_servers_can_call_their_tools(time_skipping_env, task_queue):
     agent = AgentSpec(
         name="mcponly", mcp_servers=[stdio_demo()], scripted=[_calls(("add", {"a": 1, "b": 2})), ScriptedReply(text="3")]
