@@ -108,21 +108,17 @@ def _parser() -> argparse.ArgumentParser:
     pending.add_argument("run_id", nargs="?")
     _connection_options(pending)
 
-    approve = command("approve", _decide, "Approve a waiting tool call so it runs.")
-    approve.add_argument("run_id")
-    approve.add_argument("call_id")
-    approve.add_argument("--reason", default=None)
-    approve.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
-    approve.set_defaults(approved=True)
-    _connection_options(approve)
-
-    reject = command("reject", _decide, "Reject a waiting tool call; the model reads the reason as its result.")
-    reject.add_argument("run_id")
-    reject.add_argument("call_id")
-    reject.add_argument("--reason", required=True)
-    reject.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
-    reject.set_defaults(approved=False)
-    _connection_options(reject)
+    for name, approved, summary in (
+        ("approve", True, "Approve a waiting tool call so it runs."),
+        ("reject", False, "Reject a waiting tool call; the model reads the reason as its result."),
+    ):
+        decide = command(name, _decide, summary)
+        decide.add_argument("run_id")
+        decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
+        decide.add_argument("--reason", required=not approved, default=None)
+        decide.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
+        decide.set_defaults(approved=approved)
+        _connection_options(decide)
 
     check = command("check", _check, "Validate an agent file and print the spec it describes.")
     check.add_argument("agent", type=Path)
