@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.providers.choice import choose_model
 from client.agent_files import AgentFileError, load_agent
@@ -47,6 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except ConnectionError as err:
         print(f"error: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            print(f"error: {err.message}. `stalwart runs` lists the runs of this namespace.", file=sys.stderr)
+        else:
+            print(f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}", file=sys.stderr)
         return EXIT_RUN_FAILED
     except KeyboardInterrupt:
         return 130
