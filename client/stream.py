@@ -91,7 +91,8 @@ async def stream_answer(
             live[progress.step] = progress
         for step, progress in sorted(live.items()):
             if step not in settled:
-                for event in shown.to(step, "" if progress.retracted else progress.text, settled=False):
+                # a retraction is final at once; live text may still be a retried attempt catching up
+                for event in shown.to(step, "" if progress.retracted else progress.text, settled=progress.retracted):
                     yield event
         if description.status != WorkflowExecutionStatus.RUNNING:
             result: AgentResult = await handle.result()
