@@ -6,7 +6,7 @@ from delegation_team import RESEARCH, call, child_id, delegating, lead, research
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from contracts import ScriptedReply
+from contracts import AgentSpec, ScriptedReply, SubAgent
 from contracts.converter import DATA_CONVERTER
 from contracts.run import AgentResult, RunInput
 from workflows import AgentWorkflow
@@ -103,3 +103,19 @@ async def test_a_delegating_run_replays_from_its_history_alone(stalwart, worker_
         await handle.result()
         history: WorkflowHistory = await handle.history()
     await Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER).replay_workflow(history)
+
+
+async def test_a_sub_agent_may_delegate_in_turn_and_its_usage_reaches_the_top(stalwart, worker_with):
+    helper = AgentSpec(name="helper", scripted=[ScriptedReply(text="Qubits hold 0 and 1 at once.")])
+    middle = AgentSpec(
+        name="researcher",
+        sub_agents=[SubAgent(name="helper", spec=helper)],
+        scripted=[ScriptedReply(tool_calls=[call("helper", task="What is a qubit?")]), ScriptedReply(text="A qubit is 0 and 1 at once.")],
+    )
+    async with worker_with():
+        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="Done."), sub=middle), "Explain")
+        result = await handle.result()
+        grandchild = await stalwart.temporal.get_workflow_handle(f"{child_id(handle.run_id)}/helper/1-call_1_1").describe()
+    assert grandchild.parent_id == child_id(handle.run_id)
+    assert result.steps[2].result == "A qubit is 0 and 1 at once."
+    assert result.usage.total_tokens == 20 * 5  # two turns of the lead, two of the researcher, one of the helper
