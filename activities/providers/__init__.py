@@ -11,6 +11,10 @@
 | `auto`                            | the first of OpenAI, Anthropic whose key is set, else scripted (`choose_model`) | |
 
 `api_key_env` names another variable of the worker's environment for any of them.
+Under `[extra]` an agent may set `first_token_seconds` (default 90: a stream
+with no first event by then is retried) and `stall_seconds` (default 60: a
+started stream silent that long is retried). The SDKs never retry; Temporal
+does (`workflows/policies.py`), waiting `Retry-After` when the provider sends one.
 """
 
 from __future__ import annotations
