@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
     from contracts.tools import ToolSpec
     from workflows import conversation, delegation, policies
+    from workflows.failures import innermost_message
 
 
 class _ModelFailed(Exception):
@@ -159,7 +160,7 @@ class AgentWorkflow:
         try:
             self._tools = await self._describe_tools()
         except ActivityError as err:
-            self._error = _cause_message(err)
+            self._error = innermost_message(err)
             return "error"
         budgets = self._agent.budgets
         try:
@@ -234,7 +235,7 @@ class AgentWorkflow:
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            record.error = _cause_message(err)
+            record.error = innermost_message(err)
             record.ended_at = workflow.now()
             self._error = f"model call at step {self._step} failed: {record.error}"
             raise _ModelFailed() from err
@@ -322,7 +323,7 @@ class AgentWorkflow:
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            return _tool_error(call, _cause_message(err), conversation.TOOL_ERROR_HINT)
+            return _tool_error(call, innermost_message(err), conversation.TOOL_ERROR_HINT)
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:
         """Hold the call until a person approves or rejects it, or the approval timeout rejects it; None means approved."""
@@ -417,12 +418,3 @@ class AgentWorkflow:
 
 def _tool_error(call: ToolCall, error: str, hint: str) -> ToolResult:
     return ToolResult(call_id=call.id, name=call.name, content=json.dumps({"error": error, "hint": hint}), is_error=True)
-
-
-def _cause_message(err: BaseException) -> str:
-    """The innermost failure message, which is the one that names what went wrong."""
-    while err.__cause__ is not None:
-        err = err.__cause__
-    if isinstance(err, ApplicationError) and err.type:
-        return f"{err.type}: {err.message}"
-    return str(err) or type(err).__name__

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError, is_cancelled_exception
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunInput
     from contracts.tools import ToolSpec
+    from workflows.failures import innermost_message
 
 TASK_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -134,7 +135,7 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
     except ChildWorkflowError as err:
         if _parent_cancelled():
             raise asyncio.CancelledError() from err
-        return _failed(call, f"sub-agent {sub.name} failed: {_innermost(err)}. {RETRY_HINT}")
+        return _failed(call, f"sub-agent {sub.name} failed: {innermost_message(err)}. {RETRY_HINT}")
     except WorkflowAlreadyStartedError:
         return _failed(call, f"sub-agent {sub.name} is already running this call (id {call.id}); wait for its answer")
     if _parent_cancelled():
@@ -269,13 +270,4 @@ def _unless_cancelled(err: ActivityError) -> str:
     """Why the activity failed; a cancellation is raised on, as the run itself is being cancelled."""
     if is_cancelled_exception(err):
         raise asyncio.CancelledError() from err
-    return _innermost(err)
-
-
-def _innermost(err: BaseException) -> str:
-    """The message of the failure at the bottom of the chain, which names what went wrong."""
-    while err.__cause__ is not None:
-        err = err.__cause__
-    if isinstance(err, ApplicationError) and err.type:
-        return f"{err.type}: {err.message}"
-    return str(err) or type(err).__name__
+    return innermost_message(err)
