@@ -19,6 +19,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def identifier(value: str, longest: int, why: str = "") -> str:
+    """Names that become tool names, workflow ids and prefixes: what every provider and Temporal accept."""
+    if not re.fullmatch(rf"[A-Za-z][A-Za-z0-9_-]{{0,{longest - 1}}}", value):
+        raise ValueError(f"use 1-{longest} letters, digits, '-' or '_', starting with a letter{why}")
+    return value
+
+
 class Budgets(_Strict):
     """Limits that end a run. Whichever is reached first stops it."""
 
@@ -56,9 +63,7 @@ class _McpServerBase(_Strict):
     @field_validator("name")
     @classmethod
     def _server_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", value):
-            raise ValueError("use 1-32 letters, digits, '-' or '_', starting with a letter")
-        return value
+        return identifier(value, 32)
 
     @field_validator("tools")
     @classmethod
@@ -155,9 +160,7 @@ class SubAgent(_Strict):
     @field_validator("name")
     @classmethod
     def _tool_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", value):
-            raise ValueError("use 1-64 letters, digits, '-' or '_', starting with a letter (it becomes a tool name)")
-        return value
+        return identifier(value, 64, " (it becomes a tool name)")
 
     @field_validator("url")
     @classmethod
@@ -219,9 +222,7 @@ class AgentSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_identifier(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", value):
-            raise ValueError("use 1-64 letters, digits, '-' or '_', starting with a letter")
-        return value
+        return identifier(value, 64)
 
     @field_validator("tools")
     @classmethod
