@@ -31,6 +31,7 @@ def blob_agent(turns: int, result_bytes: int) -> AgentSpec:
     return AgentSpec(
         name="bench-growth",
         tools=["blob"],
+        thrash_guard=False,  # every turn must really run the tool and record its 2 KB result
         budgets=Budgets(max_steps=turns + 1),
         scripted=[reply] * turns + [ScriptedReply(text=f"done after {turns} tool calls")],
     )

@@ -23,12 +23,13 @@ from contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 
 def echo_agent(turns: int) -> AgentSpec:
-    reply = ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": "ping"})])
+    # Distinct arguments each turn: identical calls would be answered by the thrash guard without an activity.
+    replies = [ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})]) for n in range(turns)]
     return AgentSpec(
         name="bench-steps",
         tools=["echo"],
         budgets=Budgets(max_steps=turns + 1),
-        scripted=[reply] * turns + [ScriptedReply(text="done")],
+        scripted=[*replies, ScriptedReply(text="done")],
     )
 
 

@@ -16,6 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.providers.choice import choose_model
 from client.agent_files import AgentFileError, load_agent
 from client.api import RunHandle, StalwartClient
+from client.stream import AnswerDelta
 from client.connection import connect, default_address, default_namespace
 from client import render
 from contracts.names import TASK_QUEUE, WORKFLOW_TYPE
@@ -178,8 +179,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool = False) -> int:
     if not as_json:
-        async for step in handle.watch():
-            print(render.step_line(step), flush=True)
+        await _print_live(handle)
     result = await handle.result()
     if as_json:
         print(result.model_dump_json(indent=2))
@@ -195,6 +195,25 @@ async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: boo
             file=sys.stderr,
         )
     return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled") else EXIT_OK
+
+
+async def _print_live(handle: RunHandle) -> None:
+    """Print each step as it finishes and the answer's words as the model writes them, in one readable stream."""
+    line = render.LiveLine(sys.stdout)
+
+    async def steps() -> None:
+        async for step in handle.watch(poll_interval=0.1):
+            line.step(step)
+
+    async def answer() -> None:
+        async for event in handle.stream():
+            if isinstance(event, AnswerDelta):
+                line.delta(event.step, event.text)
+            else:
+                line.retract(event.step)
+
+    await asyncio.gather(steps(), answer())
+    line.close()
 
 
 async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:

@@ -33,6 +33,48 @@ def step_line(step: StepRecord) -> str:
     return f"[{step.step}] tool    {step.tool_name}({_clip(arguments, 60)}) → {_clip(outcome, 100)}{took}"
 
 
+class LiveLine:
+    """Step lines and streamed answer text sharing one terminal without garbling each other.
+
+    Streamed words go on an open line under `»`; a step line first closes it.
+    A model step whose text was streamed is not repeated in full.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.open_step: int | None = None
+        self.streamed: set[int] = set()
+
+    def delta(self, step: int, text: str) -> None:
+        if self.open_step != step:
+            self.close()
+            self.out.write(f"[{step}] model » ")
+            self.open_step = step
+        self.streamed.add(step)
+        self.out.write(text)
+        self.out.flush()
+
+    def retract(self, step: int) -> None:
+        self.streamed.discard(step)
+        if self.open_step == step:
+            self.out.write("  (withdrawn: the model went on to call tools)")
+        self.close()
+
+    def step(self, record: StepRecord) -> None:
+        self.close()
+        if record.role == "assistant" and record.step in self.streamed and not record.error:
+            took = (record.ended_at - record.started_at).total_seconds() if record.ended_at else 0.0
+            print(f"[{record.step}] model   (streamed above) ({took:.2f}s, {record.usage.total_tokens} tokens)", file=self.out, flush=True)
+        else:
+            print(step_line(record), file=self.out, flush=True)
+
+    def close(self) -> None:
+        if self.open_step is not None:
+            self.out.write("\n")
+            self.out.flush()
+            self.open_step = None
+
+
 def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     print(f"\nanswer: {result.answer}", file=out)
     usage = result.usage

@@ -11,6 +11,7 @@ from temporalio.worker import Worker
 
 from activities.a2a.activities import a2a_delegate, a2a_describe
 from activities.model_activity import model_turn
+from activities.streaming import HEARTBEAT_THROTTLE
 from activities.tool_activities import ToolActivities
 from activities.tools import builtin
 from activities.tools.registry import ToolRegistry
@@ -43,7 +44,10 @@ def build_worker(
 
     Its MCP connections live as long as the worker runs: they close (stopping
     stdio servers) when it shuts down, through the tools' worker plugin.
+    Heartbeats reach the server within 100 ms: the streamed answer travels in
+    them, and so does the cancellation of a tool.
     """
+    worker_options.setdefault("max_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     tools = ToolActivities(registry or default_registry())
     return Worker(
         client,

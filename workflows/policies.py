@@ -12,7 +12,7 @@ from temporalio.common import RetryPolicy
 
 MODEL_START_TO_CLOSE = timedelta(minutes=5)
 MODEL_SCHEDULE_TO_CLOSE = timedelta(minutes=30)
-MODEL_HEARTBEAT = timedelta(seconds=60)
+MODEL_HEARTBEAT = timedelta(seconds=20)  # the activity heartbeats every 0.25 s; a dead worker shows within 20 s
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
