@@ -36,7 +36,7 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
         provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)
         async with keepalive(publisher):
             turn: AssistantTurn = await provider.complete(context, publisher)  # type: ignore[attr-defined]
-        publisher.flush()
+        publisher.flush_if_shown_differs()
         return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
     except ModelError as err:
         if err.retryable:

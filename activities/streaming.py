@@ -60,6 +60,7 @@ class AnswerPublisher:
         self._publish = publish
         self._text = ""
         self._published_at = 0.0
+        self._shown = ""
 
     @property
     def progress(self) -> StreamProgress:
@@ -77,7 +78,7 @@ class AnswerPublisher:
             return
         self._text = ""
         self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
-        self.flush()
+        self.flush_if_shown_differs()
 
     def chunk(self) -> None:
         """Publish, at most every PUBLISH_EVERY_SECONDS (the keepalive sends the latest in between)."""
@@ -86,7 +87,13 @@ class AnswerPublisher:
 
     def flush(self) -> None:
         self._published_at = time.monotonic()
+        self._shown = self._progress.text
         self._publish(self._progress)
+
+    def flush_if_shown_differs(self) -> None:
+        """Publish only what a client would see change: a turn that never showed text needs no heartbeat to say so."""
+        if self._progress.text != self._shown:
+            self.flush()
 
 
 @asynccontextmanager
@@ -94,9 +101,10 @@ async def keepalive(publisher: AnswerPublisher) -> AsyncIterator[None]:
     """Heartbeat while waiting on the model, so only a dead worker, not a slow model, trips the heartbeat timeout."""
 
     async def beat() -> None:
+        # The heartbeat timeout counts from the start until the first beat: a quick call needs none.
         while True:
-            publisher.flush()
             await asyncio.sleep(KEEPALIVE_SECONDS)
+            publisher.flush()
 
     task = asyncio.create_task(beat())
     try:

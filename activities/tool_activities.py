@@ -187,9 +187,10 @@ async def _heartbeating() -> AsyncIterator[None]:
     """Heartbeat while a tool runs, so a dead worker is noticed and cancellation reaches the tool."""
 
     async def beat() -> None:
+        # The heartbeat timeout counts from the start until the first beat: a quick tool needs none.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:
