@@ -24,6 +24,10 @@ def step_line(step: StepRecord) -> str:
         return f"[{step.step}] goal    {_clip(step.content)}"
     if step.role == "assistant":
         tokens = f", {step.usage.total_tokens} tokens" if step.usage.total_tokens else ""
+        if step.usage.cached_tokens:
+            tokens += f" ({step.usage.cached_tokens} cached)"
+        if step.usage.cost_usd:
+            tokens += f", ${step.usage.cost_usd:.4f}"
         if step.error:
             return f"[{step.step}] model   ERROR {_clip(step.error)}{took}"
         text = _clip(step.content) if step.content else "(calls tools)"
