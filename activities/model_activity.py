@@ -28,6 +28,8 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
     traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
     """
     info = activity.info()
+    if info.workflow_id is None:
+        raise ApplicationError("model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True)
     handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
     context = await handle.query("model_context", request, result_type=ModelContext)
     context = context.model_copy(update={"agent": providers.effective(context.agent)})
@@ -35,7 +37,7 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
     try:
         provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)
         async with keepalive(publisher):
-            turn: AssistantTurn = await provider.complete(context, publisher)  # type: ignore[attr-defined]
+            turn: AssistantTurn = await provider.complete(context, publisher)
         publisher.flush_if_shown_differs()
         return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
     except ModelError as err:

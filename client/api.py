@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -208,7 +209,7 @@ class StalwartClient:
             )
         return runs
 
-    async def awaiting_approval(self, limit: int = 50) -> list[tuple[str, list[PendingApproval]]]:
+    async def awaiting_approval(self, limit: int = 50) -> builtins.list[tuple[str, builtins.list[PendingApproval]]]:
         """Runs that wait for approvals, with their pending calls."""
         runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]

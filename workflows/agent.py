@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -383,7 +385,7 @@ class AgentWorkflow:
 
     def _publish(self) -> None:
         """Keep the search attributes and the UI's current details in step with the run."""
-        current = {
+        current: dict[SearchAttributeKey[Any], Any] = {
             names.AGENT_NAME: self._agent.name,
             names.AGENT_STATUS: self._status,
             names.AGENT_STEPS: self._step,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from activities.protocols.text_protocol import TextProtocol, fenced_protocol, json_protocol
+from activities.providers.base import StreamingModelProvider
 from contracts.agent import ActionFormat
 
 
-def wrap(provider: object, action_format: ActionFormat) -> object:
+def wrap(provider: StreamingModelProvider, action_format: ActionFormat) -> StreamingModelProvider:
     """The provider speaking the agent's action format; `native` leaves it as it is."""
     if action_format == "json":
         return json_protocol(provider)

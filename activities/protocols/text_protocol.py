@@ -9,8 +9,10 @@ calls, a request for the final answer, or a note about a malformed action.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from activities.protocols import fenced, json_actions
+from activities.providers.base import StreamingModelProvider
 from activities.protocols.prompts import agent_names, fenced_system_prompt, json_system_prompt
 from activities.protocols.reading import Reading
 from activities.streaming import TurnObserver
@@ -22,11 +24,11 @@ from contracts.tools import ToolSpec
 class TextProtocol:
     """A streaming provider that speaks a text action protocol to the model it wraps."""
 
-    streaming = True
+    streaming: Literal[True] = True
 
     def __init__(
         self,
-        inner: object,
+        inner: StreamingModelProvider,
         prompt: Callable[[str, list[ToolSpec]], str],
         reader: Callable[[str, int, frozenset[str]], Reading],
         gate: Callable[[TurnObserver], "Gate"],
@@ -39,7 +41,7 @@ class TextProtocol:
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
         acting = context.tools_enabled and bool(context.tools)
         gate = self._gate(observer) if acting else Passthrough(observer)
-        turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt), gate)  # type: ignore[attr-defined]
+        turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt), gate)
         if not acting:
             gate.finish(called_tools=False)
             return turn
@@ -144,9 +146,9 @@ class BeforeFence(Gate):
             self._shown = len(visible)
 
 
-def json_protocol(inner: object) -> TextProtocol:
+def json_protocol(inner: StreamingModelProvider) -> TextProtocol:
     return TextProtocol(inner, json_system_prompt, json_actions.read, Muted)
 
 
-def fenced_protocol(inner: object) -> TextProtocol:
+def fenced_protocol(inner: StreamingModelProvider) -> TextProtocol:
     return TextProtocol(inner, fenced_system_prompt, fenced.read, BeforeFence)

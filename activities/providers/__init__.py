@@ -23,33 +23,41 @@ from collections.abc import Callable
 
 from activities.providers.anthropic import AnthropicProvider
 from activities.providers.calling import Endpoint
-from activities.providers.base import ModelConfigError, ModelError, ModelProvider, ModelRequestError, ModelUnavailableError
+from activities.providers.base import (
+    AnyModelProvider,
+    ModelConfigError,
+    ModelError,
+    ModelProvider,
+    ModelRequestError,
+    ModelUnavailableError,
+    StreamingModelProvider,
+)
 from activities.providers.choice import AUTO, ModelChoice, choose_model
 from activities.providers.openai_chat import OpenAIChatProvider
 from activities.providers.openai_responses import OpenAIResponsesProvider
 from activities.providers.scripted import ScriptedProvider
 from contracts.agent import AgentSpec
 
-ProviderFactory = Callable[[AgentSpec], ModelProvider]
+ProviderFactory = Callable[[AgentSpec], AnyModelProvider]
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 
 
-def _compatible(agent: AgentSpec) -> ModelProvider:
+def _compatible(agent: AgentSpec) -> AnyModelProvider:
     if not agent.base_url:
         raise ModelConfigError(
             f"agent {agent.name!r} uses {agent.model!r} but sets no `base_url`; an OpenAI-compatible server needs "
             f"one, e.g. base_url = \"http://localhost:8000/v1\" for vLLM."
         )
-    return OpenAIChatProvider(Endpoint("openai-compatible", None), legacy_max_tokens=True)  # type: ignore[return-value]
+    return OpenAIChatProvider(Endpoint("openai-compatible", None), legacy_max_tokens=True)
 
 
 PROVIDERS: dict[str, ProviderFactory] = {
     "scripted": lambda agent: ScriptedProvider(),
-    "openai": lambda agent: OpenAIChatProvider(Endpoint("openai", "OPENAI_API_KEY")),  # type: ignore[dict-item]
-    "openai-responses": lambda agent: OpenAIResponsesProvider(),  # type: ignore[dict-item]
-    "anthropic": lambda agent: AnthropicProvider(),  # type: ignore[dict-item]
+    "openai": lambda agent: OpenAIChatProvider(Endpoint("openai", "OPENAI_API_KEY")),
+    "openai-responses": lambda agent: OpenAIResponsesProvider(),
+    "anthropic": lambda agent: AnthropicProvider(),
     "openai-compatible": _compatible,
-    "ollama": lambda agent: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), legacy_max_tokens=True),  # type: ignore[dict-item]
+    "ollama": lambda agent: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), legacy_max_tokens=True),
 }
 
 
@@ -60,7 +68,7 @@ def effective(agent: AgentSpec) -> AgentSpec:
     return agent.model_copy(update={"model": choose_model(agent).model})
 
 
-def resolve(agent: AgentSpec) -> ModelProvider:
+def resolve(agent: AgentSpec) -> AnyModelProvider:
     """The provider for an agent's model string, e.g. `scripted` or `openai:gpt-4.1-mini`."""
     prefix, _, name = agent.model.partition(":")
     factory = PROVIDERS.get(prefix)
@@ -79,7 +87,9 @@ __all__ = [
     "ModelChoice",
     "ModelConfigError",
     "ModelError",
+    "AnyModelProvider",
     "ModelProvider",
+    "StreamingModelProvider",
     "ModelRequestError",
     "ModelUnavailableError",
     "choose_model",

@@ -7,7 +7,7 @@ thinking with its signature) are kept whole and sent back verbatim; all
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 
@@ -27,7 +27,7 @@ DEFAULT_MAX_TOKENS = 8192
 class AnthropicProvider:
     """Streams one message and folds its events into an AssistantTurn."""
 
-    streaming = True
+    streaming: Literal[True] = True
 
     def __init__(self, endpoint: Endpoint = Endpoint("anthropic", "ANTHROPIC_API_KEY")) -> None:
         self.endpoint = endpoint

@@ -7,16 +7,32 @@ non-retryable list, so Temporal, not the SDK, owns every retry.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
+from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn
 
 
 class ModelProvider(Protocol):
-    """Turns a conversation into the model's next assistant turn."""
+    """Turns a conversation into the model's next assistant turn, all at once.
+
+    The simplest provider to write; its text reaches clients word by word
+    after the turn is complete (see `activities.providers.buffered`).
+    """
 
     async def complete(self, context: ModelContext) -> AssistantTurn: ...
+
+
+class StreamingModelProvider(Protocol):
+    """A provider that reports text and tool calls to `observer` as the model generates them."""
+
+    streaming: Literal[True]
+
+    async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn: ...
+
+
+AnyModelProvider = ModelProvider | StreamingModelProvider
 
 
 class ModelError(Exception):

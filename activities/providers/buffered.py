@@ -7,8 +7,9 @@ so a client follows a scripted run exactly as it follows a real model.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from activities.providers.base import ModelProvider
+from activities.providers.base import AnyModelProvider, ModelProvider, StreamingModelProvider
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn
@@ -19,7 +20,7 @@ _WORDS = re.compile(r"\S+\s*|\s+")
 class Replayed:
     """Wraps a whole-turn provider in the streaming interface."""
 
-    streaming = True
+    streaming: Literal[True] = True
 
     def __init__(self, inner: ModelProvider) -> None:
         self.inner = inner
@@ -33,6 +34,8 @@ class Replayed:
         return turn
 
 
-def as_streaming(provider: object) -> object:
+def as_streaming(provider: AnyModelProvider) -> StreamingModelProvider:
     """The provider itself when it streams, else the provider behind a replay."""
-    return provider if getattr(provider, "streaming", False) else Replayed(provider)  # type: ignore[arg-type]
+    if getattr(provider, "streaming", False):
+        return provider  # type: ignore[return-value]  # the `streaming` marker says which protocol it follows
+    return Replayed(provider)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ set per agent under `[extra]`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,7 +43,7 @@ class Endpoint:
 
 async def events_within(
     open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, what: str
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """The events of a streamed response, whose request and first event must arrive within the deadline."""
     stream: Any = None
     try:

@@ -37,9 +37,9 @@ def choose_model(agent: AgentSpec, environ: Mapping[str, str] | None = None) -> 
                 return ModelChoice(model, f"{env} is set, so the agent runs on {model}")
         return ModelChoice("scripted", "neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is set, so the agent runs on the scripted model")
     provider = agent.model.split(":", 1)[0]
-    env = agent.api_key_env or KEY_ENVS.get(provider)
-    if env is None or environ.get(env, "").strip():
+    key_env = agent.api_key_env or KEY_ENVS.get(provider)
+    if key_env is None or environ.get(key_env, "").strip():
         return ModelChoice(agent.model, f"the agent file names {agent.model}")
     if agent.scripted:
-        return ModelChoice("scripted", f"{env} is not set, so the agent runs on its scripted replies instead of {agent.model}")
-    return ModelChoice(agent.model, f"the agent file names {agent.model}, but {env} is not set: set it where the worker runs")
+        return ModelChoice("scripted", f"{key_env} is not set, so the agent runs on its scripted replies instead of {agent.model}")
+    return ModelChoice(agent.model, f"the agent file names {agent.model}, but {key_env} is not set: set it where the worker runs")

@@ -10,7 +10,7 @@ which keeps each turn in the history once.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import openai
 
@@ -26,7 +26,7 @@ RAW_KEY = "openai_chat"
 class OpenAIChatProvider:
     """Streams one chat completion and folds its chunks into an AssistantTurn."""
 
-    streaming = True
+    streaming: Literal[True] = True
 
     def __init__(self, endpoint: Endpoint, *, legacy_max_tokens: bool = False) -> None:
         self.endpoint = endpoint

@@ -8,7 +8,7 @@ by one `function_call_output` item per result.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import openai
 
@@ -27,7 +27,7 @@ _REBUILT = {"message", "function_call"}
 class OpenAIResponsesProvider:
     """Streams one response and folds its events into an AssistantTurn."""
 
-    streaming = True
+    streaming: Literal[True] = True
 
     def __init__(self, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")) -> None:
         self.endpoint = endpoint
