@@ -48,8 +48,11 @@ class LiveLine:
         self.out = out
         self.open_step: int | None = None
         self.streamed: set[int] = set()
+        self.printed: set[int] = set()
 
     def delta(self, step: int, text: str) -> None:
+        if step in self.printed:  # the finished step was printed in full before its stream was read
+            return
         if self.open_step != step:
             self.close()
             self.out.write(f"[{step}] model » ")
@@ -66,6 +69,8 @@ class LiveLine:
 
     def step(self, record: StepRecord) -> None:
         self.close()
+        if record.role == "assistant":
+            self.printed.add(record.step)
         if record.role == "assistant" and record.step in self.streamed and not record.error:
             took = (record.ended_at - record.started_at).total_seconds() if record.ended_at else 0.0
             print(f"[{record.step}] model   (streamed above) ({took:.2f}s, {record.usage.total_tokens} tokens)", file=self.out, flush=True)
