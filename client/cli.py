@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -43,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return asyncio.run(args.handler(args))
+        return asyncio.run(_until_terminated(args.handler(args)))
     except AgentFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -58,6 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RUN_FAILED
     except KeyboardInterrupt:
         return 130
+
+
+async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
+    """Run a command; SIGTERM unwinds it like Ctrl-C, so an embedded dev server is stopped, not orphaned."""
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await command
+    except asyncio.CancelledError:
+        return 143
 
 
 def _parser() -> argparse.ArgumentParser:

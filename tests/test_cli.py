@@ -104,3 +104,22 @@ async def test_pending_and_approve_decide_a_waiting_call_from_another_process(de
     assert unknown.returncode == 2 and "no tool call 'nope' is waiting" in unknown.stderr
     assert approve.returncode == 0
     assert result.answer == "5" and result.steps[2].result == "5"
+
+
+@pytest.mark.slow
+def test_terminating_stalwart_dev_stops_its_embedded_server(tmp_path):
+    import signal
+    import socket
+
+    port, ui_port = free_port(), free_port()
+    dev = subprocess.Popen(
+        [*STALWART, "dev", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+    )
+    for line in dev.stdout:  # the command says when the server and worker are up
+        if "A worker is running" in line:
+            break
+    dev.send_signal(signal.SIGTERM)
+    assert dev.wait() == 143
+    with socket.socket() as probe:  # the command waited for its server to exit: nothing listens any more
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
