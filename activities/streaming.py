@@ -10,13 +10,13 @@ stream passes `max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE`.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Protocol
 
+from activities.heartbeats import heartbeating
 from contracts.stream import StreamProgress
 
 HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
@@ -96,18 +96,6 @@ class AnswerPublisher:
             self.flush()
 
 
-@asynccontextmanager
-async def keepalive(publisher: AnswerPublisher) -> AsyncIterator[None]:
+def keepalive(publisher: AnswerPublisher) -> AbstractAsyncContextManager[None]:
     """Heartbeat while waiting on the model, so only a dead worker, not a slow model, trips the heartbeat timeout."""
-
-    async def beat() -> None:
-        # The heartbeat timeout counts from the start until the first beat: a quick call needs none.
-        while True:
-            await asyncio.sleep(KEEPALIVE_SECONDS)
-            publisher.flush()
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
+    return heartbeating(KEEPALIVE_SECONDS, publisher.flush)

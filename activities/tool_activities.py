@@ -12,7 +12,6 @@ then the built-in "mcp" kind), else the model is told no handler exists.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.plugin import SimplePlugin
 
+from activities.heartbeats import heartbeating
 from activities.mcp import McpConfigError, McpPool, McpServerExited, McpToolError, McpUnavailable, catalog, render
 from activities.tools.registry import (
     KindHandler,
@@ -32,11 +32,10 @@ from activities.tools.registry import (
 )
 from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from contracts.agent import AgentSpec
-from contracts.messages import ToolResult
+from contracts.messages import TOOL_ERROR_HINT, ToolResult
 from contracts.tools import ToolSpec
 
 HEARTBEAT_EVERY_SECONDS = 2.0
-ARGUMENTS_HINT = "Check argument names and types and try again."
 MISSING_INPUT_HINT = "This tool needs a value the user gives when starting the run; tell the user which input is missing."
 
 
@@ -95,18 +94,18 @@ class ToolActivities:
         named = self.registry.get(call.name)
         by_kind = self.registry.kind_handler(spec.kind) or self._builtin_kinds.get(spec.kind)
         if named is None and by_kind is None:
-            return _error(request, f"No handler registered for tool: {call.name} (kind: {spec.kind})", "Call one of the tools you were given.")
+            return ToolResult.failure(call, f"No handler registered for tool: {call.name} (kind: {spec.kind})", "Call one of the tools you were given.")
         unbound = sorted({name for name in spec.bindings.values() if name not in request.run_inputs})
         if unbound:
-            return _error(
-                request,
+            return ToolResult.failure(
+                call,
                 f"tool {call.name} takes run input(s) {', '.join(unbound)}, which this run was not given",
                 MISSING_INPUT_HINT,
             )
         arguments = {**call.arguments, **{param: request.run_inputs[name] for param, name in spec.bindings.items()}}
         context = ToolContext(idempotency_key=request.idempotency_key, call_id=call.id, run_inputs=request.run_inputs)
         try:
-            async with _heartbeating():
+            async with heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat):
                 if named is not None:
                     content = await named(arguments, context)
                 else:
@@ -114,12 +113,12 @@ class ToolActivities:
         except RetryableToolError as err:
             raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
         except ToolArgumentsError as err:
-            return _error(request, f"ToolArgumentsError: {err}", ARGUMENTS_HINT)
+            return ToolResult.failure(call, f"ToolArgumentsError: {err}")
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - every tool failure is feedback for the model
             activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
-            return _error(request, f"{type(err).__name__}: {err}", getattr(err, "hint", ARGUMENTS_HINT))
+            return ToolResult.failure(call, f"{type(err).__name__}: {err}", getattr(err, "hint", TOOL_ERROR_HINT))
         return ToolResult(call_id=call.id, name=call.name, content=content)
 
     async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
@@ -172,28 +171,3 @@ def _bind(tool: ToolSpec, binding: Mapping[str, str]) -> ToolSpec:
         parameters["required"] = [name for name in parameters["required"] if name not in binding]
     return tool.model_copy(update={"parameters": parameters, "bindings": dict(binding)})
 
-
-def _error(request: ToolRequest, error: str, hint: str) -> ToolResult:
-    return ToolResult(
-        call_id=request.call.id,
-        name=request.call.name,
-        content=json.dumps({"error": error, "hint": hint}),
-        is_error=True,
-    )
-
-
-@asynccontextmanager
-async def _heartbeating() -> AsyncIterator[None]:
-    """Heartbeat while a tool runs, so a dead worker is noticed and cancellation reaches the tool."""
-
-    async def beat() -> None:
-        # The heartbeat timeout counts from the start until the first beat: a quick tool needs none.
-        while True:
-            await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
-            activity.heartbeat()
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()

@@ -6,6 +6,7 @@ workflow never needs to know which provider it is talking to.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -47,6 +48,9 @@ class ToolCall(BaseModel):
     arguments_error: str | None = None
 
 
+TOOL_ERROR_HINT = "Check argument names and types and try again."
+
+
 class ToolResult(BaseModel):
     """What a tool call produced, as the model will read it."""
 
@@ -54,6 +58,11 @@ class ToolResult(BaseModel):
     name: str
     content: str
     is_error: bool = False
+
+    @classmethod
+    def failure(cls, call: ToolCall, error: str, hint: str = TOOL_ERROR_HINT) -> ToolResult:
+        """A failed call, told to the model as `{"error": ..., "hint": ...}` (the tutorial seed's shape)."""
+        return cls(call_id=call.id, name=call.name, content=json.dumps({"error": error, "hint": hint}), is_error=True)
 
 
 class Message(BaseModel):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts import names
@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
     from contracts.tools import ToolSpec
     from workflows import conversation, delegation, policies
-    from workflows.failures import innermost_message
+    from workflows.failures import innermost_message, message_unless_cancelled
 
 
 class _ModelFailed(Exception):
@@ -56,14 +56,14 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
-        started = self._started = workflow.now()
+        self._started = workflow.now()
         self._publish()
         try:
             stop = await self._run_within_deadline()
         except asyncio.CancelledError:
             self._close_open_steps("cancelled")
             stop = "cancelled"
-        return self._finish(stop, started)
+        return self._finish(stop)
 
     # -- queries -------------------------------------------------------------
 
@@ -235,9 +235,7 @@ class AgentWorkflow:
                 summary=f"model {self._agent.model} · step {self._step}",
             )
         except ActivityError as err:
-            if is_cancelled_exception(err):
-                raise asyncio.CancelledError() from err
-            record.error = innermost_message(err)
+            record.error = message_unless_cancelled(err)
             record.ended_at = workflow.now()
             self._error = f"model call at step {self._step} failed: {record.error}"
             raise _ModelFailed() from err
@@ -283,11 +281,11 @@ class AgentWorkflow:
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
         if call.arguments_error is not None:
-            return _tool_error(call, f"Malformed arguments: {call.arguments_error}", conversation.TOOL_ERROR_HINT)
+            return ToolResult.failure(call, f"Malformed arguments: {call.arguments_error}")
         tool = self._tool_named(call.name)
         if tool is None:
             available = ", ".join(t.name for t in self._tools) or "none"
-            return _tool_error(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
+            return ToolResult.failure(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
         guarded = self._agent.thrash_guard and not tool.side_effecting
         repeat_key = f"{call.name} {json.dumps(call.arguments, sort_keys=True)}"
         if guarded and repeat_key in self._earlier_results:
@@ -296,7 +294,7 @@ class AgentWorkflow:
         if tool.requires_approval or tool.name in self._agent.require_approval:
             refusal = await self._wait_for_approval(call)
             if refusal is not None:
-                return _tool_error(call, refusal, conversation.REJECTED_HINT)
+                return ToolResult.failure(call, refusal, conversation.REJECTED_HINT)
         result = await self._dispatch(call, tool)
         if guarded and not result.is_error:
             self._earlier_results[repeat_key] = (self._step, result.content)
@@ -323,9 +321,7 @@ class AgentWorkflow:
                 summary=f"tool {call.name}",
             )
         except ActivityError as err:
-            if is_cancelled_exception(err):
-                raise asyncio.CancelledError() from err
-            return _tool_error(call, innermost_message(err), conversation.TOOL_ERROR_HINT)
+            return ToolResult.failure(call, message_unless_cancelled(err))
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:
         """Hold the call until a person approves or rejects it, or the approval timeout rejects it; None means approved."""
@@ -403,7 +399,7 @@ class AgentWorkflow:
             f"{self._usage.total_tokens} tokens\n\nlast: {last.role} {last.tool_name or ''}"
         )
 
-    def _finish(self, stop: StopReason, started: datetime) -> AgentResult:
+    def _finish(self, stop: StopReason) -> AgentResult:
         self._status = stop
         if self._answer is None:
             self._answer = ""
@@ -413,10 +409,7 @@ class AgentWorkflow:
             stop_reason=stop,
             steps=self._steps,
             usage=self._usage,
-            elapsed_seconds=(workflow.now() - started).total_seconds(),
+            elapsed_seconds=(workflow.now() - self._started).total_seconds(),
             error=self._error,
         )
 
-
-def _tool_error(call: ToolCall, error: str, hint: str) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=json.dumps({"error": error, "hint": hint}), is_error=True)

@@ -11,7 +11,6 @@ FINALIZE_PROMPT = (
     "You have reached your {budget} budget. Do not call any tools. "
     "Give your best final answer now, using what you have found so far."
 )
-TOOL_ERROR_HINT = "Check argument names and types and try again."
 REJECTED_HINT = "A person refused this call. Do not repeat it; continue without it or explain what you need."
 ALREADY_CALLED = (
     "{result}\n\n(Note: you already called this tool with these arguments at step {step}; this is that result. "

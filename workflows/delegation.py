@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunInput
     from contracts.tools import ToolSpec
-    from workflows.failures import innermost_message
+    from workflows.failures import innermost_message, message_unless_cancelled
 
 TASK_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -229,7 +229,7 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
             summary=f"delegate to {sub.name} · {url}"[:200],
         )
     except ActivityError as err:
-        return _failed(call, f"remote agent {sub.name} ({url}): {_unless_cancelled(err)}")
+        return _failed(call, f"remote agent {sub.name} ({url}): {message_unless_cancelled(err)}")
     content = answer.text
     if answer.state == "input-required":
         content = f"{answer.agent_name} needs more to go on and asks: {answer.text}\nDelegate again with the whole task and the answer to this question."
@@ -250,7 +250,7 @@ async def _with_card(spec: ToolSpec) -> ToolSpec:
             summary=f"read the A2A card of {sub.name} · {sub.url}"[:200],
         )
     except ActivityError as err:
-        unread = f"A remote agent at {sub.url} (its A2A card could not be read: {_unless_cancelled(err)})."
+        unread = f"A remote agent at {sub.url} (its A2A card could not be read: {message_unless_cancelled(err)})."
         return spec.model_copy(update={"description": unread})
     return spec.model_copy(update={"description": card.summary()})
 
@@ -265,9 +265,3 @@ def _failure(call: ToolCall, why: str) -> ToolResult:
 def _failed(call: ToolCall, why: str) -> Delegated:
     return Delegated(_failure(call, why), Usage())
 
-
-def _unless_cancelled(err: ActivityError) -> str:
-    """Why the activity failed; a cancellation is raised on, as the run itself is being cancelled."""
-    if is_cancelled_exception(err):
-        raise asyncio.CancelledError() from err
-    return innermost_message(err)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from temporalio.exceptions import ApplicationError
+import asyncio
+
+from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 
 def innermost_message(err: BaseException) -> str:
@@ -12,3 +14,10 @@ def innermost_message(err: BaseException) -> str:
     if isinstance(err, ApplicationError) and err.type:
         return f"{err.type}: {err.message}"
     return str(err) or type(err).__name__
+
+
+def message_unless_cancelled(err: BaseException) -> str:
+    """Why an activity or child failed; a cancellation is raised on instead, since the run itself is being cancelled."""
+    if is_cancelled_exception(err):
+        raise asyncio.CancelledError() from err
+    return innermost_message(err)

@@ -20,6 +20,7 @@ from temporalio import activity
 from activities.a2a import card, policy, transport, wire
 from activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
 from activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
+from activities.heartbeats import heartbeating
 from contracts.a2a import (
     A2AAgentCard,
     A2ADelegateRequest,
@@ -146,14 +147,5 @@ async def _http(timeout_seconds: float) -> AsyncIterator[httpx.AsyncClient]:
 async def _heartbeat() -> AsyncIterator[_Beat]:
     """Heartbeat on a timer while the delegation waits, so a dead worker is noticed and cancellation arrives."""
     beat = _Beat()
-
-    async def loop() -> None:
-        while True:
-            activity.heartbeat(*([beat.task_id] if beat.task_id else []))
-            await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
-
-    task = asyncio.create_task(loop())
-    try:
+    async with heartbeating(HEARTBEAT_EVERY_SECONDS, lambda: activity.heartbeat(*([beat.task_id] if beat.task_id else []))):
         yield beat
-    finally:
-        task.cancel()
