@@ -34,6 +34,14 @@ class Usage(BaseModel):
             cost_usd=round(self.cost_usd + other.cost_usd, 10),
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            cached_tokens=self.cached_tokens - other.cached_tokens,
+            cost_usd=round(self.cost_usd - other.cost_usd, 10),
+        )
+
 
 class ToolCall(BaseModel):
     """A request from the model to run one tool.

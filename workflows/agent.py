@@ -53,6 +53,7 @@ class AgentWorkflow:
         self._decisions: dict[str, tuple[bool, ApprovalDecision]] = {}
         self._earlier_results: dict[str, tuple[int, str]] = {}
         self._published: dict[str, object] = {}
+        self._reserved = Usage()  # budget held by sub-agents still running
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
@@ -302,16 +303,14 @@ class AgentWorkflow:
 
     async def _dispatch(self, call: ToolCall, tool: ToolSpec) -> ToolResult:
         if tool.kind == "agent":
-            delegated = await delegation.delegate(call, tool, self._delegation_context())
-            self._usage = self._usage + delegated.usage
-            return delegated.result
+            return await self._delegate(call, tool)
         try:
             return await workflow.execute_activity(
                 "run_tool",
                 ToolRequest(
                     call=call,
                     tool=tool,
-                    idempotency_key=f"{workflow.info().workflow_id}/{self._step}/{call.id}",
+                    idempotency_key=conversation.call_key(workflow.info().workflow_id, self._step, call.id),
                     run_inputs=self._input.inputs,
                 ),
                 result_type=ToolResult,
@@ -357,17 +356,33 @@ class AgentWorkflow:
     def _tool_named(self, name: str) -> ToolSpec | None:
         return next((t for t in self._tools if t.name == name), None)
 
+    async def _delegate(self, call: ToolCall, tool: ToolSpec) -> ToolResult:
+        """Run a sub-agent; what it may spend is held back from siblings of the same turn until it ends."""
+        context = self._delegation_context()
+        held = delegation.reservation(tool, context)
+        self._reserved = self._reserved + held
+        try:
+            delegated = await delegation.delegate(call, tool, context)
+        except delegation.DelegationCancelled as cancelled:
+            self._usage = self._usage + cancelled.usage
+            raise
+        finally:
+            self._reserved = self._reserved - held
+        self._usage = self._usage + delegated.usage
+        return delegated.result
+
     def _delegation_context(self) -> delegation.DelegationContext:
-        """What a sub-agent may still spend: it draws on this run's budgets."""
+        """What a sub-agent may still spend: this run's budgets less what it used and what running siblings hold."""
         budgets = self._agent.budgets
         elapsed = (workflow.now() - self._started).total_seconds()
+        committed = self._usage + self._reserved
         return delegation.DelegationContext(
             parent_id=workflow.info().workflow_id,
             step=self._step,
             inputs=self._input.inputs,
-            remaining_tokens=None if budgets.max_tokens is None else max(budgets.max_tokens - self._usage.total_tokens, 0),
+            remaining_tokens=None if budgets.max_tokens is None else max(budgets.max_tokens - committed.total_tokens, 0),
             remaining_seconds=None if budgets.max_seconds is None else max(budgets.max_seconds - elapsed, 0.0),
-            remaining_cost_usd=None if budgets.max_cost_usd is None else max(budgets.max_cost_usd - self._usage.cost_usd, 0.0),
+            remaining_cost_usd=None if budgets.max_cost_usd is None else max(budgets.max_cost_usd - committed.cost_usd, 0.0),
         )
 
     # -- bookkeeping ---------------------------------------------------------

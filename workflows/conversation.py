@@ -18,6 +18,11 @@ ALREADY_CALLED = (
 )
 
 
+def call_key(run_id: str, step: int, call_id: str) -> str:
+    """The idempotency key of one tool call or delegation: the same on every retry, unique within the run."""
+    return f"{run_id}/{step}/{call_id}"
+
+
 def prune(messages: list[Message], limit: int | None) -> list[Message]:
     """Keep the goal and the last `limit` messages, never starting on an orphaned tool result.
 

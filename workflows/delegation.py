@@ -4,14 +4,18 @@ A local sub-agent runs as a child workflow, so it has its own run, history and
 UI page, and is cancelled with its parent; a remote one is asked over A2A by
 an activity. Either way its outcome comes back to the model as a tool result:
 a failure is feedback (`Delegation failed: ...`), never the end of the parent.
-A sub-agent spends from its parent's budgets: its own limits are capped at
-what the parent has left, and what it used is added to the parent's usage.
+A local sub-agent spends from its parent's budgets: its own limits are capped
+at what the parent has left (less what siblings delegated in the same turn
+hold), and what it used is added to the parent's usage, even when the parent
+is cancelled meanwhile. A remote agent gets the parent's remaining time; its
+spending is its own and unknown here.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -26,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunInput
     from contracts.tools import ToolSpec
+    from workflows import conversation
     from workflows.failures import innermost_message, message_unless_cancelled
 
 TASK_PARAMETERS: dict[str, Any] = {
@@ -60,10 +65,31 @@ class DelegationContext:
     remaining_cost_usd: float | None = None
 
 
+    def key(self, call: ToolCall) -> str:
+        return conversation.call_key(self.parent_id, self.step, call.id)
+
+
 @dataclass(frozen=True)
 class Delegated:
     result: ToolResult
     usage: Usage
+
+
+class DelegationCancelled(asyncio.CancelledError):
+    """The parent is being cancelled; carries what the sub-agent spent until then, so the parent can count it."""
+
+    def __init__(self, usage: Usage) -> None:
+        super().__init__()
+        self.usage = usage
+
+
+def reservation(tool: ToolSpec, context: DelegationContext) -> Usage:
+    """What a local sub-agent may spend at most: held back from siblings delegated in the same turn."""
+    sub = tool.sub_agent
+    if sub is None or sub.spec is None or sub.url is not None:
+        return Usage()
+    budgets = _drawn(sub.spec.budgets, context)
+    return Usage(input_tokens=budgets.max_tokens or 0, cost_usd=budgets.max_cost_usd or 0.0)
 
 
 def tool_specs(agent: AgentSpec) -> list[ToolSpec]:
@@ -137,9 +163,9 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
             raise asyncio.CancelledError() from err
         return _failed(call, f"sub-agent {sub.name} failed: {innermost_message(err)}. {RETRY_HINT}")
     except WorkflowAlreadyStartedError:
-        return _failed(call, f"sub-agent {sub.name} is already running this call (id {call.id}); wait for its answer")
+        return _failed(call, f"a run of sub-agent {sub.name} for call {call.id} is still going; answer without it, or delegate again later")
     if _parent_cancelled():
-        raise asyncio.CancelledError()
+        raise DelegationCancelled(result.usage)
     if result.stop_reason == "done":
         return Delegated(ToolResult(call_id=call.id, name=call.name, content=result.answer), result.usage)
     detail = result.error or result.answer or WITHOUT_ANSWER.get(result.stop_reason, "it gave no answer")
@@ -214,16 +240,19 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
     request = A2ADelegateRequest(
         url=url,
         task=task,
-        idempotency_key=f"{context.parent_id}/{context.step}/{call.id}",
+        idempotency_key=context.key(call),
         auth_token_env=sub.auth_token_env,
     )
+    schedule_to_close = policy.DELEGATE_SCHEDULE_TO_CLOSE
+    if context.remaining_seconds is not None:  # a remote agent, too, answers within the parent's time
+        schedule_to_close = min(schedule_to_close, timedelta(seconds=context.remaining_seconds))
     try:
         answer = await workflow.execute_activity(
             policy.A2A_DELEGATE,
             request,
             result_type=A2ADelegateResult,
-            start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
-            schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
+            start_to_close_timeout=min(policy.DELEGATE_START_TO_CLOSE, schedule_to_close),
+            schedule_to_close_timeout=schedule_to_close,
             heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
             retry_policy=policy.DELEGATE_RETRY,
             summary=f"delegate to {sub.name} · {url}"[:200],

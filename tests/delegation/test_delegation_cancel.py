@@ -11,7 +11,6 @@ import pytest
 from delegation_team import blocked_researcher, child_id, delegating, hour_long_search, lead, tool_started
 
 from contracts import ScriptedReply
-from contracts.run import AgentResult
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +26,23 @@ async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with
         await tool_started.wait()
         await handle.cancel()
         result = await handle.result()
-        child: AgentResult = await stalwart.temporal.get_workflow_handle(child_id(handle.run_id), result_type=AgentResult).result()
+        child = await stalwart.get(child_id(handle.run_id)).result()
     assert result.stop_reason == "cancelled"
     assert child.stop_reason == "cancelled"
     assert child.steps[-1].tool_name == "hour_long_search"
+    assert result.steps[2].error == "cancelled"
+
+
+async def test_a_cancelled_parent_still_counts_what_its_sub_agent_spent(stalwart, worker_with):
+    sub = blocked_researcher()
+    async with worker_with(hour_long_search):
+        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub), "Explain")
+        await tool_started.wait()
+        await handle.cancel()
+        result = await handle.result()
+        child = await stalwart.get(child_id(handle.run_id)).result()
+    assert child.usage.total_tokens == 20
+    assert result.usage.total_tokens == 20 + child.usage.total_tokens
 
 
 async def test_a_sub_agent_cancelled_on_its_own_is_fed_back_and_the_parent_goes_on(stalwart, worker_with):

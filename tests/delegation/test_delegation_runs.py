@@ -76,9 +76,9 @@ async def test_no_sub_agent_starts_when_the_parent_has_no_budget_left(stalwart, 
     async with worker_with():
         handle = await stalwart.start(lead(spending, sub=researcher(), budgets={"max_tokens": 100}), "Explain")
         result = await handle.result()
-        started = await stalwart.exists(child_id(handle.run_id))
+        history = await handle.history()
     assert result.steps[2].error == "Delegation failed: this run has no token budget left for sub-agent researcher; answer with what you have"
-    assert not started
+    assert not any(e.HasField("start_child_workflow_execution_initiated_event_attributes") for e in history.events)
     assert result.stop_reason == "max_tokens"
 
 
@@ -119,3 +119,24 @@ async def test_a_sub_agent_may_delegate_in_turn_and_its_usage_reaches_the_top(st
     assert grandchild.parent_id == child_id(handle.run_id)
     assert result.steps[2].result == "A qubit is 0 and 1 at once."
     assert result.usage.total_tokens == 20 * 5  # two turns of the lead, two of the researcher, one of the helper
+
+
+async def test_sub_agents_delegated_in_one_turn_share_what_the_parent_has_left(stalwart, worker_with):
+    both = ScriptedReply(tool_calls=[call("researcher", task="first"), call("researcher", task="second")])
+    async with worker_with():
+        handle = await stalwart.start(
+            lead(both, ScriptedReply(text="done"), sub=researcher(max_tokens=50), budgets={"max_tokens": 100}), "Explain"
+        )
+        result = await handle.result()
+        caps = [
+            (await stalwart.get(child_id(handle.run_id, call_id=call_id)).history()).events[0]
+            for call_id in ("call_1_1", "call_1_2")
+        ]
+    budgets = [
+        DATA_CONVERTER.payload_converter.from_payloads(list(e.workflow_execution_started_event_attributes.input.payloads), [RunInput])[0]
+        .agent.budgets.max_tokens
+        for e in caps
+    ]
+    # 100 - 20 spent = 80 left: the first holds its own 50, so the second may spend only the other 30.
+    assert budgets == [50, 30]
+    assert result.usage.total_tokens == 20 + 20 + 20 + 20
