@@ -49,14 +49,20 @@ def tool_specs(servers: Sequence[tuple[McpServer, Sequence[Tool]]], taken: Colle
     agent's own tool names, which the result must not repeat.
     """
     kept = [(spec, tool) for spec, tools in servers for tool in allowed(spec, tools)]
-    counts = Counter(tool.name for _, tool in kept)
+    counts = Counter(_safe(tool.name) for _, tool in kept)
     specs = []
     for spec, tool in kept:
-        clash = counts[tool.name] > 1 or tool.name in taken or tool.name in own
-        name = f"{spec.name}{SEPARATOR}{tool.name}" if clash else tool.name
-        specs.append(_spec(spec, tool, _UNSAFE.sub("_", name)))
-    _check_unique(specs, own)
+        # Clashes are judged on the name the model will see (and the worker dispatch on), not the raw one.
+        name = _safe(tool.name)
+        if counts[name] > 1 or name in taken or name in own:
+            name = _safe(f"{spec.name}{SEPARATOR}{tool.name}")
+        specs.append(_spec(spec, tool, name))
+    _check_unique(specs, taken, own)
     return specs
+
+
+def _safe(name: str) -> str:
+    return _UNSAFE.sub("_", name)
 
 
 def _spec(server: McpServer, tool: Tool, name: str) -> ToolSpec:
@@ -74,8 +80,10 @@ def _spec(server: McpServer, tool: Tool, name: str) -> ToolSpec:
     )
 
 
-def _check_unique(specs: Sequence[ToolSpec], own: Collection[str]) -> None:
-    owners: dict[str, list[str]] = {name: ["the agent's `tools`"] for name in own}
+def _check_unique(specs: Sequence[ToolSpec], taken: Collection[str], own: Collection[str]) -> None:
+    owners: dict[str, list[str]] = {name: ["a tool this worker registers"] for name in taken}
+    for name in own:
+        owners[name] = ["the agent's `tools`"]
     for spec in specs:
         assert spec.server is not None
         owners.setdefault(spec.name, []).append(f"MCP server {spec.server.name!r} (tool {spec.remote_name or spec.name!r})")

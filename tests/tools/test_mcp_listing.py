@@ -62,6 +62,42 @@ async def test_tool_name_a_model_api_would_refuse_is_made_safe(tool_activities):
     assert tools["kb_search"].remote_name == "kb.search"
 
 
+async def test_mcp_tool_whose_safe_name_is_a_worker_tool_is_prefixed():
+    @tool(name="kb_search")
+    def kb_search(topic: str) -> str:
+        """A worker tool with the name the server's `kb.search` would be made safe to."""
+        return topic
+
+    activities = ToolActivities(ToolRegistry([kb_search]))
+    try:
+        tools = await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["kb.search"])]))
+    finally:
+        await activities.aclose()
+    assert list(tools) == ["demo__kb_search"]
+    assert (tools["demo__kb_search"].kind, tools["demo__kb_search"].remote_name) == ("mcp", "kb.search")
+
+
+async def test_prefixed_name_that_is_a_worker_tool_fails_clearly():
+    @tool(name="demo__add")
+    def prefixed(a: int) -> int:
+        """A worker tool (not one of the agent's) whose name is what the prefixing rule produces."""
+        return a
+
+    @tool(name="add")
+    def add(a: int) -> int:
+        """Takes the name `add`, so the server's `add` is prefixed."""
+        return a
+
+    activities = ToolActivities(ToolRegistry([prefixed, add]))
+    try:
+        with pytest.raises(ApplicationError) as caught:
+            await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["add"])]))
+    finally:
+        await activities.aclose()
+    assert caught.value.non_retryable
+    assert "'demo__add' comes from a tool this worker registers and MCP server 'demo' (tool 'add')" in caught.value.message
+
+
 async def test_names_still_ambiguous_after_prefixing_fail_clearly():
     @tool(name="demo__add")
     def prefixed(a: int) -> int:
