@@ -12,7 +12,7 @@ import ast
 import math
 import operator
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,10 +115,24 @@ class HttpPolicy:
     """Where the allowlist comes from, named in refusals so the user knows what to change."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpPolicy:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        allowed_hosts: Sequence[str] | None = None,
+        max_bytes: int | None = None,
+    ) -> HttpPolicy:
+        """The policy from `allowed_hosts` and `max_bytes`; the environment is read only for the ones not given."""
         environ = os.environ if environ is None else environ
-        hosts = tuple(h.strip().lower() for h in environ.get(HTTP_HOSTS_ENV, "").split(",") if h.strip())
-        return cls(allowed_hosts=hosts, max_bytes=_int_setting(environ, HTTP_MAX_BYTES_ENV))
+        if allowed_hosts is None:
+            hosts, setting = _hosts(environ.get(HTTP_HOSTS_ENV, "").split(",")), HTTP_HOSTS_ENV
+        else:
+            hosts, setting = _hosts(allowed_hosts), "the worker's http_get_tool(allowed_hosts=...)"
+        if max_bytes is None:
+            max_bytes = _int_setting(environ, HTTP_MAX_BYTES_ENV)
+        elif max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
+        return cls(allowed_hosts=hosts, max_bytes=max_bytes, setting=setting)
 
     def allows(self, host: str) -> bool:
         host = host.lower().rstrip(".")
@@ -160,7 +174,11 @@ async def fetch(url: str, policy: HttpPolicy) -> dict[str, Any]:
 
 
 def http_get_tool(allowed_hosts: tuple[str, ...] | None = None, *, max_bytes: int | None = None) -> Tool:
-    """An `http_get` tool with the worker's own allowlist; without one it reads STALWART_HTTP_ALLOWED_HOSTS at each call."""
+    """An `http_get` tool with the worker's own allowlist and cap; what is not given is read from
+    STALWART_HTTP_ALLOWED_HOSTS and STALWART_HTTP_MAX_BYTES at each call."""
+    fixed: HttpPolicy | None = None
+    if allowed_hosts is not None and max_bytes is not None:  # nothing is left to read from the environment
+        fixed = HttpPolicy.from_env({}, allowed_hosts=allowed_hosts, max_bytes=max_bytes)
 
     async def http_get(url: str) -> dict[str, Any]:
         """Fetch a web page or API response with an HTTP GET, from the hosts this worker allows.
@@ -168,10 +186,7 @@ def http_get_tool(allowed_hosts: tuple[str, ...] | None = None, *, max_bytes: in
         Args:
             url: The full http:// or https:// URL to fetch.
         """
-        policy = HttpPolicy.from_env()
-        if allowed_hosts is not None:
-            hosts = tuple(h.lower() for h in allowed_hosts)
-            policy = HttpPolicy(hosts, max_bytes or policy.max_bytes, setting="the worker's http_get_tool(allowed_hosts=...)")
+        policy = fixed or HttpPolicy.from_env(allowed_hosts=allowed_hosts, max_bytes=max_bytes)
         return await fetch(url, policy)
 
     return tool(http_get)
@@ -234,6 +249,10 @@ def _text(body: bytes, encoding: str) -> str:
         return body.decode(encoding, errors="replace")
     except LookupError:  # a charset Python does not know
         return body.decode("utf-8", errors="replace")
+
+
+def _hosts(entries: Iterable[str]) -> tuple[str, ...]:
+    return tuple(h.strip().lower() for h in entries if h.strip())
 
 
 def _int_setting(environ: Mapping[str, str], name: str) -> int:

@@ -101,3 +101,35 @@ async def test_http_get_caps_the_body_at_the_worker_limit(site):
     capped = builtin.http_get_tool(("127.0.0.1",), max_bytes=100)
     answer = json.loads(await capped({"url": f"{site}/big"}, ToolContext(idempotency_key="k", call_id="c")))
     assert (len(answer["content"]), answer["truncated"]) == (100, True)
+
+
+async def _get_with(capped, url: str) -> dict:
+    return json.loads(await capped({"url": url}, ToolContext(idempotency_key="k", call_id="c")))
+
+
+async def test_http_get_caps_the_body_at_the_worker_limit_with_hosts_from_the_environment(site, monkeypatch):
+    monkeypatch.setenv(builtin.HTTP_HOSTS_ENV, "127.0.0.1")
+    monkeypatch.delenv(builtin.HTTP_MAX_BYTES_ENV, raising=False)
+    answer = await _get_with(builtin.http_get_tool(max_bytes=100), f"{site}/big")
+    assert (len(answer["content"]), answer["truncated"]) == (100, True)
+
+
+async def test_http_get_given_hosts_and_limit_does_not_read_the_environment(site, monkeypatch):
+    monkeypatch.setenv(builtin.HTTP_HOSTS_ENV, "example.org")
+    monkeypatch.setenv(builtin.HTTP_MAX_BYTES_ENV, "not-a-number")
+    answer = await _get_with(builtin.http_get_tool(("127.0.0.1",), max_bytes=100), f"{site}/big")
+    assert (len(answer["content"]), answer["truncated"]) == (100, True)
+
+
+async def test_http_get_caps_the_body_at_the_environment_limit(site, monkeypatch):
+    monkeypatch.setenv(builtin.HTTP_HOSTS_ENV, "127.0.0.1")
+    monkeypatch.setenv(builtin.HTTP_MAX_BYTES_ENV, "50")
+    answer = await _get(f"{site}/big")
+    assert (len(answer["content"]), answer["truncated"]) == (50, True)
+    hosts_given = await _get_with(builtin.http_get_tool(("127.0.0.1",)), f"{site}/big")
+    assert (len(hosts_given["content"]), hosts_given["truncated"]) == (50, True)
+
+
+def test_http_get_refuses_a_limit_below_one_byte():
+    with pytest.raises(ValueError, match="max_bytes must be at least 1"):
+        builtin.http_get_tool(("127.0.0.1",), max_bytes=0)
