@@ -31,7 +31,6 @@ class Run:
     events: int
     history_bytes: int
     activities: int
-    result: Any
 
 
 @asynccontextmanager
@@ -61,12 +60,12 @@ async def run_ours(stalwart: StalwartClient, agent: AgentSpec, goal: str) -> Run
     seconds = time.perf_counter() - started
     if result.stop_reason != "done":
         raise RuntimeError(f"the benchmark run stopped with {result.stop_reason}: {result.error}")
-    return Run(seconds, *await measure(stalwart, handle.run_id), result=result)
+    return Run(seconds, *await measure(stalwart, handle.run_id))
 
 
 async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
     workflow_id = f"bare-{uuid.uuid4().hex[:12]}"
     started = time.perf_counter()
-    result = await stalwart.temporal.execute_workflow(workflow, args=args, id=workflow_id, task_queue=BARE_QUEUE)
+    await stalwart.temporal.execute_workflow(workflow, args=args, id=workflow_id, task_queue=BARE_QUEUE)
     seconds = time.perf_counter() - started
-    return Run(seconds, *await measure(stalwart, workflow_id), result=result)
+    return Run(seconds, *await measure(stalwart, workflow_id))

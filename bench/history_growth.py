@@ -85,7 +85,9 @@ async def main(turn_counts: list[int], result_bytes: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, nargs="+", default=[5, 20, 40], help="tool calls per run (default 5 20 40)")
+    parser.add_argument("--turns", type=int, nargs="+", default=[5, 20, 40], help="tool calls per run, two sizes at least (default 5 20 40)")
     parser.add_argument("--result-bytes", type=int, default=2048, help="size of each tool result (default 2048)")
     args = parser.parse_args()
+    if len(set(args.turns)) < 2:
+        parser.error("--turns needs two different sizes at least: growth is measured between sizes")
     asyncio.run(main(sorted(args.turns), args.result_bytes))

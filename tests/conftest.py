@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -13,8 +12,6 @@ from temporalio.testing import WorkflowEnvironment
 from contracts.converter import DATA_CONVERTER
 from workers.dev_server import find_executable
 from workers.search_attributes import ensure_search_attributes
-
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 
 
 @contextlib.asynccontextmanager

@@ -22,7 +22,7 @@ def test_every_shipped_example_agent_loads(path):
     assert load_agent(path).name
 
 
-def test_defaults_follow_the_issue(tmp_path):
+def test_defaults_are_the_scripted_model_ten_steps_and_no_finalize(tmp_path):
     spec = load_agent(write(tmp_path, 'name = "a"\n'))
     assert (spec.model, spec.budgets.max_steps, spec.budgets.finalize_on_budget) == ("scripted", 10, False)
 

@@ -150,6 +150,8 @@ async def test_wrong_argument_names_are_fed_back_not_run(stalwart, worker_with):
 
 
 async def test_parallel_tool_calls_keep_call_order_and_respect_max_parallel_tools(stalwart, worker_with):
+    global _peak
+    _peak = 0
     delays = [0.4, 0.1, 0.3, 0.05, 0.2]
     spec = agent(
         ScriptedReply(tool_calls=[call("slow_echo", text=f"r{i}", delay=d) for i, d in enumerate(delays)]),
@@ -164,6 +166,7 @@ async def test_parallel_tool_calls_keep_call_order_and_respect_max_parallel_tool
 
 
 async def test_each_tool_call_gets_an_idempotency_key_of_run_and_call(stalwart, worker_with):
+    seen_keys.clear()
     spec = agent(ScriptedReply(tool_calls=[call("remember_key", note="a")]), ScriptedReply(text="ok"), tools=["remember_key"])
     async with worker_with(remember_key):
         handle = await stalwart.start(spec, "go")

@@ -32,8 +32,10 @@ async def test_reply_n_answers_model_call_n_and_tool_calls_get_stable_ids():
     )
     provider = ScriptedProvider(environ={})
     first = await provider.complete(context(agent, 1))
+    retried = await provider.complete(context(agent, 1))  # a retried attempt of the same call
     second = await provider.complete(context(agent, 2))
     assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [("call_1_1", "echo", {"text": "x"})]
+    assert [c.id for c in retried.tool_calls] == ["call_1_1"]
     assert second.text == "two"
 
 
