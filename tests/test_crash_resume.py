@@ -18,13 +18,16 @@ from client.api import RunHandle, StalwartClient
 from contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
 from crash_tools import attempts_file
 
-WORKER_SCRIPT = Path(__file__).resolve().parent / "crash_worker.py"
+TESTS_DIR = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3", "r4"]
 
 
 def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
+    """The real `stalwart worker` command, with the test's tool module importable from tests/."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "client.cli", "worker", "--address", address, "--task-queue", task_queue, "--tools", "crash_tools"]
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, str(WORKER_SCRIPT), address, task_queue], stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
 def _stop(process: subprocess.Popen[bytes] | None) -> None:
