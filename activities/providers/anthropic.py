@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anthropic
 
 from activities.providers import errors, tool_arguments
-from activities.providers.calling import CONNECT_SECONDS, Endpoint, stall_seconds, streamed_call
+from activities.providers.calling import CONNECT_SECONDS, Endpoint, read_seconds, streamed_call
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -35,7 +35,7 @@ class AnthropicProvider:
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
         agent = context.agent
         model, key, target = self.endpoint.prepare(agent)
-        timeout = anthropic.Timeout(stall_seconds(agent.extra), connect=CONNECT_SECONDS)
+        timeout = anthropic.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
         client = anthropic.AsyncAnthropic(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
         request = self.request(context, model)
         return await streamed_call(

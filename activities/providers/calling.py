@@ -1,9 +1,11 @@
 """One streamed call to a provider: its deadlines, its errors translated, its client closed after.
 
-A stream that hangs before its first token is retried at once instead of
-holding the activity until its start-to-close timeout; one that goes silent
-later is cut by the SDK client's read timeout (`stall_seconds`). Both are
-set per agent under `[extra]`.
+A stream that hangs before its first token (`first_token_seconds`) or goes
+silent between two events (`stall_seconds`) is cut and retried at once
+instead of holding the activity until its start-to-close timeout. Both
+deadlines are enforced here, by `events_within`; the SDK client's read
+timeout is only a backstop no shorter than either. Both are set per agent
+under `[extra]`.
 """
 
 from __future__ import annotations
@@ -42,15 +44,15 @@ class Endpoint:
 
 
 async def events_within(
-    open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, what: str
+    open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, stall_seconds: float, what: str
 ) -> AsyncGenerator[Any, None]:
-    """The events of a streamed response, whose request and first event must arrive within the deadline."""
+    """The events of a streamed response: the request and first event must arrive within `first_token_seconds`, each later one within `stall_seconds` of the one before."""
     stream: Any = None
     try:
         async with asyncio.timeout(first_token_seconds):
             stream = await open_stream()
             iterator = stream.__aiter__()
-            first = await anext(iterator, _END)
+            event = await anext(iterator, _END)
     except TimeoutError as err:
         if stream is not None:
             await stream.close()
@@ -59,11 +61,16 @@ async def events_within(
             f"just slow to start, raise `first_token_seconds` under [extra] in the agent file."
         ) from err
     try:
-        if first is _END:
-            return
-        yield first
-        async for event in iterator:
+        while event is not _END:
             yield event
+            try:
+                async with asyncio.timeout(stall_seconds):
+                    event = await anext(iterator, _END)
+            except TimeoutError as err:
+                raise ModelUnavailableError(
+                    f"the stream from {what} went silent for {stall_seconds:g}s; the attempt is retried. If the model "
+                    f"pauses longer mid-answer, raise `stall_seconds` under [extra] in the agent file."
+                ) from err
     finally:
         await stream.close()
 
@@ -81,6 +88,11 @@ def stall_seconds(extra: dict[str, object]) -> float:
     return float(extra.get("stall_seconds", STALL_SECONDS))  # type: ignore[arg-type]
 
 
+def read_seconds(extra: dict[str, object]) -> float:
+    """The SDK client's read timeout: a backstop that must not cut either deadline `events_within` enforces, so the longer of the two."""
+    return max(stall_seconds(extra), first_token_seconds(extra))
+
+
 class _Closable(Protocol):
     async def close(self) -> None: ...
 
@@ -95,7 +107,12 @@ async def streamed_call(
 ) -> AssistantTurn:
     """Open the stream within the first-token deadline and fold its events into a turn; SDK failures become ModelErrors."""
     try:
-        events = events_within(open_stream, first_token_seconds=first_token_seconds(agent.extra), what=target.provider)
+        events = events_within(
+            open_stream,
+            first_token_seconds=first_token_seconds(agent.extra),
+            stall_seconds=stall_seconds(agent.extra),
+            what=target.provider,
+        )
         async with aclosing(events):
             return await fold(events)
     except Exception as err:

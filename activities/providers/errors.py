@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import anthropic
+import httpx
 import httpx2
 import openai
 
@@ -41,7 +42,7 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
         return err
     if isinstance(err, (openai.APIStatusError, anthropic.APIStatusError)):
         return _from_status(err.status_code, err.response.headers, _message(err), _error_type(err.body), target, secret)
-    if isinstance(err, (openai.APITimeoutError, anthropic.APITimeoutError)):
+    if isinstance(err, (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException)):
         return ModelUnavailableError(f"{_where(target)} timed out; the attempt is retried.")
     if isinstance(err, (openai.APIConnectionError, anthropic.APIConnectionError)):
         return ModelUnavailableError(f"cannot connect to {_where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried.")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import openai
 
 from activities.providers import errors, tool_arguments
-from activities.providers.calling import CONNECT_SECONDS, Endpoint, stall_seconds, streamed_call
+from activities.providers.calling import CONNECT_SECONDS, Endpoint, read_seconds, streamed_call
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -36,7 +36,7 @@ class OpenAIChatProvider:
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
         agent = context.agent
         model, key, target = self.endpoint.prepare(agent)
-        timeout = openai.Timeout(stall_seconds(agent.extra), connect=CONNECT_SECONDS)
+        timeout = openai.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
         client = openai.AsyncOpenAI(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
         request = self.request(context, model)
         return await streamed_call(

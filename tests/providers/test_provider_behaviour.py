@@ -95,6 +95,14 @@ async def test_slow_first_token_is_cut_and_retried(time_skipping_env, task_queue
     print(f"\n{flavor.id}: stalled stream -> retried after {script.requests[1].at - script.requests[0].at:.2f}s")
 
 
+async def test_first_token_may_take_longer_than_the_stall_deadline(time_skipping_env, task_queue, wire, flavor: Flavor):
+    """`stall_seconds` bounds the silence between events; before the first one only `first_token_seconds` applies."""
+    script = wire.script(Stall(seconds=2, then=Reply(text=ANSWER)))
+    agent = agent_for(flavor, script, tools=[], extra={"first_token_seconds": 30, "stall_seconds": 0.5})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 1)
+
+
 async def test_stream_cut_midway_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Cut(Reply(text=LONG_ANSWER), events=4), Reply(text=LONG_ANSWER))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))

@@ -46,9 +46,11 @@ class Fail:
 
 @dataclass(frozen=True)
 class Stall:
-    """Send the response headers, then nothing for `seconds` (a hung stream before its first token)."""
+    """Send the response headers, then nothing for `seconds` (a hung stream before its first token), then `then` if given."""
 
     seconds: float
+    then: Reply | None = None
+    """A reply streamed after the silence (a slow first token), if the client is still listening."""
 
 
 @dataclass(frozen=True)

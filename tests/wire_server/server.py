@@ -119,18 +119,21 @@ class WireServer:
         if isinstance(step, Fail):
             extra = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
             await _json(writer, step.status, error(step.kind, step.message), extra)
-        elif isinstance(step, Stall):
+        elif isinstance(step, Stall) and step.then is None:
             await _start_sse(writer)
             await _silence(reader, step.seconds)
         elif not body.get("stream"):
             assert isinstance(step, Reply), "only replies can be sent as one JSON body"
             await _json(writer, 200, route.whole(step, model))
         else:
-            reply = step if isinstance(step, Reply) else step.reply
+            reply = step if isinstance(step, Reply) else step.then if isinstance(step, Stall) else step.reply
+            assert reply is not None
             events = route.stream(reply, model)
             if isinstance(step, Broken):
                 events = [*events[: step.events], route.error_event(step.kind, step.message)]
             await _start_sse(writer)
+            if isinstance(step, Stall):
+                await asyncio.sleep(step.seconds)
             for n, event in enumerate(events):
                 if isinstance(step, Cut) and n == step.events:
                     writer.transport.abort()
