@@ -94,7 +94,13 @@ class McpPool:
             raise McpToolError(str(err)) from err
         except (httpx2.TransportError, OSError) as err:
             await self._discard(spec, connection)
-            raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
+            if isinstance(err, _NOT_SENT):
+                raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
+            # The request may have reached the server (a read timeout, a connection dropped mid-call):
+            # Temporal must not retry it blindly, or a side-effecting tool could run twice.
+            raise McpServerExited(
+                f"MCP server {spec.name!r}: lost the connection while running {name!r} ({type(err).__name__}: {err})"
+            ) from err
         return result
 
     def alive(self, spec: McpServer) -> bool:

@@ -8,11 +8,15 @@ import os
 import signal
 import socket
 
+import httpx2
 import pytest
 from activity_calls import call, describe
 from mcp_test_servers import http_demo, stdio_demo
 from temporalio.exceptions import ApplicationError
 
+from activities.mcp import McpPool, McpServerExited, McpUnavailable
+from activities.tool_activities import ToolActivities
+from activities.tools.registry import ToolRegistry
 from contracts.agent import AgentSpec, McpHttpServer
 from contracts.tools import ToolSpec
 
@@ -104,3 +108,73 @@ async def test_unreachable_http_server_is_left_to_temporal_to_retry(tool_activit
         await call(tool_activities, ToolSpec(name="add", kind="mcp", server=server), {"a": 1, "b": 2})
     assert not caught.value.non_retryable
     assert f"MCP server 'down': cannot reach http://127.0.0.1:{port}/mcp" in caught.value.message
+
+
+class _DroppingConnection:
+    """A live-looking connection whose calls fail with `error` at the transport, counting how often they were tried."""
+
+    alive = True
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+        self.client = self
+
+    async def call_tool(self, name: str, arguments: dict) -> None:
+        self.calls += 1
+        raise self.error
+
+    async def close(self) -> None:
+        self.alive = False
+
+
+def _pool_with(server: McpHttpServer, connection: _DroppingConnection) -> McpPool:
+    pool = McpPool()
+    pool._connections[McpPool.key(server)] = connection  # type: ignore[assignment]
+    return pool
+
+
+async def test_transport_error_after_the_request_was_sent_is_not_retried_for_a_side_effecting_tool():
+    server = http_demo("http://127.0.0.1:9/mcp")
+    connection = _DroppingConnection(httpx2.ReadTimeout("timed out"))
+    activities = ToolActivities(ToolRegistry([]), mcp=_pool_with(server, connection))
+    result = await call(activities, ToolSpec(name="add", kind="mcp", server=server, side_effecting=True), {"a": 1, "b": 2})
+    assert result.is_error  # told to the model, not raised to Temporal for a retry that could add twice
+    assert json.loads(result.content)["error"] == (
+        "McpServerExited: MCP server 'web': lost the connection while running 'add' (ReadTimeout: timed out)"
+    )
+    assert connection.calls == 1
+
+
+async def test_transport_error_after_the_request_was_sent_is_raised_as_server_exited():
+    server = http_demo("http://127.0.0.1:9/mcp")
+    pool = _pool_with(server, _DroppingConnection(httpx2.RemoteProtocolError("peer closed connection")))
+    with pytest.raises(McpServerExited):
+        await pool.call_tool(server, "add", {"a": 1, "b": 2})
+    assert not pool.alive(server)
+
+
+async def test_transport_error_before_the_request_was_sent_is_left_to_temporal_to_retry():
+    server = http_demo("http://127.0.0.1:9/mcp")
+    pool = _pool_with(server, _DroppingConnection(httpx2.ConnectError("refused")))
+    with pytest.raises(McpUnavailable):
+        await pool.call_tool(server, "add", {"a": 1, "b": 2})
+    assert not pool.alive(server)
+
+
+async def test_transport_error_after_the_request_was_sent_is_tried_once_more_for_a_read_only_tool():
+    server = http_demo("http://127.0.0.1:9/mcp")
+    connection = _DroppingConnection(httpx2.ReadTimeout("timed out"))
+    pool = _pool_with(server, connection)
+    pool.connection = _same(connection)  # type: ignore[method-assign] - the restart hands back the same failing session
+    activities = ToolActivities(ToolRegistry([]), mcp=pool)
+    result = await call(activities, ToolSpec(name="lookup", kind="mcp", server=server, side_effecting=False), {"topic": "x"})
+    assert result.is_error
+    assert connection.calls == 2
+
+
+def _same(connection: _DroppingConnection):
+    async def connection_for(spec: McpHttpServer) -> _DroppingConnection:
+        return connection
+
+    return connection_for
