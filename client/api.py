@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
@@ -23,11 +23,11 @@ from contracts import names
 from contracts.converter import DATA_CONVERTER
 from contracts.approvals import ApprovalDecision, PendingApproval
 from contracts.agent import AgentSpec
-from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord
+from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord, StopReason
 from workflows import conversation
 
 DEFAULT_UI_URL = "http://localhost:8233"
-_CLOSED_STATUSES = {"done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"}
+_CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
 
 
 class RunSummary(BaseModel):
@@ -47,9 +47,10 @@ class RunSummary(BaseModel):
 class RunHandle:
     """A run that was started, running or finished."""
 
-    def __init__(self, handle: WorkflowHandle[Any, Any], ui_url: str) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, Any], ui_url: str, namespace: str) -> None:
         self._handle = handle
         self._ui_url = ui_url
+        self._namespace = namespace
 
     @property
     def run_id(self) -> str:
@@ -59,7 +60,7 @@ class RunHandle:
     @property
     def ui_url(self) -> str:
         """Where to look at this run in the Temporal Web UI."""
-        return f"{self._ui_url}/namespaces/{self._handle._client.namespace}/workflows/{self.run_id}"
+        return f"{self._ui_url}/namespaces/{self._namespace}/workflows/{self.run_id}"
 
     async def result(self) -> AgentResult:
         """Wait for the run to end and return its answer, stop reason and step log."""
@@ -67,25 +68,18 @@ class RunHandle:
 
     async def state(self) -> RunState:
         """The step log, status and usage: live from the workflow while it runs, from its recorded result after."""
-        finished = await self._finished_result()
-        if finished is None:
-            return await self._handle.query("state", result_type=RunState)
-        agent, goal = finished[1]
-        result = finished[0]
-        return RunState(
-            agent=agent, goal=goal, status=result.stop_reason, steps=result.steps,
-            usage=result.usage, answer=result.answer, error=result.error,
-        )
+        closed = await self._closed_state()
+        return closed if closed is not None else await self._handle.query("state", result_type=RunState)
 
     async def events(self) -> list[RunEvent]:
         """The run in the KAOS memory-event vocabulary."""
-        finished = await self._finished_result()
-        if finished is None:
+        closed = await self._closed_state()
+        if closed is None:
             return await self._handle.query("events", result_type=list[RunEvent])
-        return conversation.events(finished[0].steps)
+        return conversation.events(closed.steps)
 
-    async def _finished_result(self) -> tuple[AgentResult, tuple[str, str]] | None:
-        """The result of a closed run, read from its history, so no worker is needed to answer."""
+    async def _closed_state(self) -> RunState | None:
+        """A closed run's state, from its history alone (input and result), so no worker is needed to answer."""
         description = await self._handle.describe()
         if description.status == WorkflowExecutionStatus.RUNNING:
             return None
@@ -94,10 +88,23 @@ class RunHandle:
                 f"run {self.run_id} ended {description.status.name.lower() if description.status else 'unknown'} "
                 f"without a result; `temporal workflow show -w {self.run_id}` shows why"
             )
-        history = await self._handle.fetch_history()
-        started = history.events[0].workflow_execution_started_event_attributes
-        run_input = DATA_CONVERTER.payload_converter.from_payloads(started.input.payloads, [RunInput])[0]
-        return await self._handle.result(), (run_input.agent.name, run_input.goal)
+        run_input, result = await self.run_input(), await self.result()
+        return RunState(
+            agent=run_input.agent.name,
+            goal=run_input.goal,
+            status=result.stop_reason,
+            steps=result.steps,
+            usage=result.usage,
+            answer=result.answer,
+            error=result.error,
+        )
+
+    async def run_input(self) -> RunInput:
+        """What the run was started with (agent spec, goal, inputs), read from its first history event."""
+        async for event in self._handle.fetch_history_events(page_size=1):
+            started = event.workflow_execution_started_event_attributes
+            return DATA_CONVERTER.payload_converter.from_payloads(list(started.input.payloads), [RunInput])[0]
+        raise RuntimeError(f"run {self.run_id} has no history")
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """Tool calls of this run that wait for a person's decision."""
@@ -178,7 +185,7 @@ class StalwartClient:
                 [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "running")]
             ),
         )
-        return RunHandle(handle, self.ui_url)
+        return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
     async def run(self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None) -> AgentResult:
         """Start a run and wait for its result."""
@@ -186,7 +193,7 @@ class StalwartClient:
 
     def get(self, run_id: str) -> RunHandle:
         """A handle on an existing run."""
-        return RunHandle(self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url)
+        return RunHandle(self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url, self.temporal.namespace)
 
     async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
         """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`."""

@@ -8,7 +8,6 @@ from temporalio.worker import Replayer
 
 from contracts import AgentSpec, ScriptedReply, SubAgent
 from contracts.converter import DATA_CONVERTER
-from contracts.run import AgentResult, RunInput
 from workflows import AgentWorkflow
 
 
@@ -37,7 +36,7 @@ async def test_the_parents_usage_includes_the_sub_agents_usage(stalwart, worker_
     async with worker_with():
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="Qubits.")), "Explain quantum computing")
         result = await handle.result()
-        child: AgentResult = await stalwart.temporal.get_workflow_handle(child_id(handle.run_id), result_type=AgentResult).result()
+        child = await stalwart.get(child_id(handle.run_id)).result()
     own = sum(s.usage.total_tokens for s in result.steps if s.role == "assistant")
     assert child.usage.total_tokens == 20
     assert result.usage.total_tokens == own + child.usage.total_tokens
@@ -63,9 +62,7 @@ async def test_the_sub_agents_token_budget_is_capped_at_what_the_parent_has_left
     async with worker_with():
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub, budgets={"max_tokens": 100}), "Explain")
         result = await handle.result()
-        history = await stalwart.temporal.get_workflow_handle(child_id(handle.run_id)).fetch_history()
-    started = history.events[0].workflow_execution_started_event_attributes
-    [child_input] = DATA_CONVERTER.payload_converter.from_payloads(list(started.input.payloads), [RunInput])
+        child_input = await stalwart.get(child_id(handle.run_id)).run_input()
     assert child_input.agent.budgets.max_tokens == 100 - 20
     assert "stopped with max_tokens" in result.steps[2].error
     assert (result.stop_reason, result.usage.total_tokens) == ("max_tokens", 20 + 120)
@@ -91,7 +88,7 @@ async def test_single_mode_makes_exactly_one_model_call_without_tools(stalwart, 
     async with worker_with():
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="Done."), sub=sub, mode="single"), "Summarise")
         result = await handle.result()
-        child: AgentResult = await stalwart.temporal.get_workflow_handle(child_id(handle.run_id), result_type=AgentResult).result()
+        child = await stalwart.get(child_id(handle.run_id)).result()
     assert [s.role for s in child.steps] == ["user", "assistant"]
     assert (child.stop_reason, child.answer) == ("done", "One-shot summary.")
     assert result.steps[2].result == "One-shot summary."
@@ -128,15 +125,10 @@ async def test_sub_agents_delegated_in_one_turn_share_what_the_parent_has_left(s
             lead(both, ScriptedReply(text="done"), sub=researcher(max_tokens=50), budgets={"max_tokens": 100}), "Explain"
         )
         result = await handle.result()
-        caps = [
-            (await stalwart.get(child_id(handle.run_id, call_id=call_id)).history()).events[0]
+        budgets = [
+            (await stalwart.get(child_id(handle.run_id, call_id=call_id)).run_input()).agent.budgets.max_tokens
             for call_id in ("call_1_1", "call_1_2")
         ]
-    budgets = [
-        DATA_CONVERTER.payload_converter.from_payloads(list(e.workflow_execution_started_event_attributes.input.payloads), [RunInput])[0]
-        .agent.budgets.max_tokens
-        for e in caps
-    ]
     # 100 - 20 spent = 80 left: the first holds its own 50, so the second may spend only the other 30.
     assert budgets == [50, 30]
     assert result.usage.total_tokens == 20 + 20 + 20 + 20
