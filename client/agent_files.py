@@ -92,7 +92,7 @@ def _describe(source: str, item: Any) -> str:
     field = ".".join(loc) or "(top level)"
     kind = item["type"]
     if kind == "extra_forbidden":
-        section = "scripted" if loc[:1] == ["scripted"] else ".".join(p for p in loc[:-1] if not p.isdigit())
+        section = ".".join(p for p in loc[:-1] if not p.isdigit())  # e.g. "budgets", "scripted", "mcp_servers.stdio"
         known = _KNOWN_FIELDS.get(section, set())
         close = difflib.get_close_matches(loc[-1], known, n=1)
         fix = f"did you mean `{close[0]}`?" if close else f"known fields here: {', '.join(sorted(known))}"

@@ -61,3 +61,8 @@ def test_a_bad_agent_name_says_what_a_name_may_contain(tmp_path):
 def test_a_tool_listed_twice_is_refused(tmp_path):
     with pytest.raises(AgentFileError, match=r"tools listed twice: echo"):
         load_agent(write(tmp_path, 'name = "a"\ntools = ["echo", "echo"]\n'))
+
+
+def test_a_misspelled_field_of_a_scripted_reply_suggests_the_right_one(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `scripted.0.txt` is not an agent setting; did you mean `text`\?"):
+        load_agent(write(tmp_path, 'name = "a"\n[[scripted]]\ntxt = "hi"\n'))
