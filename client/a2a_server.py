@@ -144,11 +144,13 @@ class A2AAgentServer:
         context_id = context_id or uuid.uuid4().hex
         run_id = self._run_id(message_id)
         handle = self._handle(run_id)
-        if not await self.stalwart.exists(run_id):
+        if not await self._started(handle):
             try:
                 await self.stalwart.start(self.agent, text, inputs={CONTEXT_INPUT: context_id}, run_id=run_id)
             except WorkflowAlreadyStartedError:
                 pass  # the same message, sent twice at once: both callers follow the one run
+            except RPCError as err:
+                raise _temporal_error(err) from None
         if _blocking(params, version):
             try:
                 await asyncio.wait_for(handle.result(), self.blocking_wait_seconds)
@@ -165,8 +167,11 @@ class A2AAgentServer:
         view = await self._view(task_id)
         if view.state != "working":
             raise RpcError(-32002, f"Task not cancelable: task {task_id} is already {view.state}")
-        await self._handle(task_id).cancel()
-        return _task_json(view, version)
+        try:
+            await self._handle(task_id).cancel()
+        except RPCError as err:
+            raise _temporal_error(err) from None
+        return _task_json(TaskView(task_id, view.context_id, "canceled", "the run was cancelled"), version)
 
     # -- runs ----------------------------------------------------------------
 
@@ -175,6 +180,19 @@ class A2AAgentServer:
 
     def _handle(self, run_id: str) -> WorkflowHandle[Any, AgentResult]:
         return self.stalwart.temporal.get_workflow_handle(run_id, result_type=AgentResult)
+
+    async def _started(self, handle: WorkflowHandle[Any, Any]) -> bool:
+        """Whether the run exists, running or closed: a resent message follows it instead of starting another.
+
+        Temporal's default id-reuse policy would start a second run once the first has closed, so look first.
+        """
+        try:
+            await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise _temporal_error(err) from None
+        return True
 
     async def _view(self, task_id: str) -> TaskView:
         """Read the run behind a task from Temporal: its status, and its answer or error once it has ended."""
@@ -186,7 +204,7 @@ class A2AAgentServer:
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise RpcError(-32001, f"Task not found: {task_id}") from None
-            raise RpcError(-32603, f"Internal error: Temporal did not answer ({err}); try again") from None
+            raise _temporal_error(err) from None
         context_id = await self._context_id(handle) or task_id
         status = description.status
         if status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
@@ -208,6 +226,10 @@ class A2AAgentServer:
             value = run_input.inputs.get(CONTEXT_INPUT)
             return value if isinstance(value, str) else None
         return None
+
+
+def _temporal_error(err: RPCError) -> RpcError:
+    return RpcError(-32603, f"Internal error: Temporal did not answer ({err}); try again")
 
 
 def _ended(task_id: str, context_id: str, result: AgentResult) -> TaskView:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from a2a_http import free_port, serving
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
 from activities.a2a import policy
@@ -79,11 +80,52 @@ async def test_a_run_that_ends_in_error_is_a_failed_task_naming_the_error(served
     assert "the scripted model has no reply for model call 1" in caught.value.message
 
 
-async def test_resending_a_message_follows_the_run_it_started(served):
+async def test_resending_a_message_follows_the_run_it_started(served, time_skipping_env):
     key = f"msg-{uuid.uuid4().hex}"
     first = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"], key=key))
+    started = await time_skipping_env.client.get_workflow_handle(first.task_id).describe()
     again = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"], key=key))
+    latest = await time_skipping_env.client.get_workflow_handle(again.task_id).describe()
     assert again.task_id == first.task_id
+    assert latest.run_id == started.run_id  # the resend started no second run under the same workflow id
+    assert (again.state, again.text) == ("completed", "Qubits are two-level quantum systems.")
+
+
+async def _rpc(server: A2AAgentServer, method: str, params: dict) -> dict:
+    transport = httpx.ASGITransport(app=server.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2a.test") as http:
+        response = await http.post("/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    assert response.status_code == 200
+    return response.json()
+
+
+def _message(text: str = "What is a qubit?") -> dict:
+    return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
+async def test_cancelling_a_working_task_answers_with_the_canceled_task(time_skipping_env):
+    # No worker listens on this queue, so the run stays working until it is cancelled.
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=f"nobody-{uuid.uuid4().hex}")
+    server = A2AAgentServer(stalwart, EXPLAINER, public_url="http://a2a.test/")
+    sent = await _rpc(server, "SendMessage", {"message": _message(), "configuration": {"returnImmediately": True}})
+    task_id = sent["result"]["task"]["id"]
+    assert sent["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    canceled = await _rpc(server, "CancelTask", {"id": task_id})
+    assert (canceled["result"]["id"], canceled["result"]["status"]["state"]) == (task_id, "TASK_STATE_CANCELED")
+    await time_skipping_env.client.get_workflow_handle(task_id).terminate("test cleanup")
+
+
+async def test_temporal_failing_to_start_a_run_is_a_json_rpc_internal_error(time_skipping_env, monkeypatch):
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=f"nobody-{uuid.uuid4().hex}")
+
+    async def unavailable(*args: object, **kwargs: object) -> None:
+        raise RPCError("the frontend is down", RPCStatusCode.UNAVAILABLE, b"")
+
+    monkeypatch.setattr(stalwart, "start", unavailable)
+    server = A2AAgentServer(stalwart, EXPLAINER, public_url="http://a2a.test/")
+    body = await _rpc(server, "SendMessage", {"message": _message()})
+    assert body["error"]["code"] == -32603
+    assert "Temporal did not answer (the frontend is down)" in body["error"]["message"]
 
 
 async def test_an_a2a_0_3_client_gets_the_answer_of_a_blocking_message_send(served):
