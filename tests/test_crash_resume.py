@@ -79,7 +79,7 @@ def _recorder_agent() -> AgentSpec:
 @pytest.mark.slow
 async def test_run_killed_with_its_worker_is_finished_by_another_without_repeating_tool_calls(dev_env, task_queue, tmp_path):
     records = tmp_path / "records.txt"
-    address = dev_env.client.service_client.config.target_host
+    address = dev_env.address
     stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
     first = _start_worker(address, task_queue, tmp_path / "worker-1.log")
     second: subprocess.Popen[bytes] | None = None
