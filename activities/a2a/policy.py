@@ -26,18 +26,25 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
+from activities.a2a.errors import (
+    A2AProtocolError,
+    A2ARequestError,
+    A2ATaskError,
+    A2AUnavailableError,
+)
+
 A2A_DELEGATE = "a2a_delegate"
 """Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""
 A2A_DESCRIBE = "a2a_describe"
 """Activity: `A2ADescribeRequest` -> `A2AAgentCard`."""
 
-UNAVAILABLE_ERROR = "A2AUnavailableError"
+UNAVAILABLE_ERROR = A2AUnavailableError.__name__
 """Retryable: the agent could not be reached or answered 408/429/5xx; `next_retry_delay` honours Retry-After."""
-PROTOCOL_ERROR = "A2AProtocolError"
+PROTOCOL_ERROR = A2AProtocolError.__name__
 """The agent's card or answer breaks the protocol, or it answered a JSON-RPC error."""
-REQUEST_ERROR = "A2ARequestError"
+REQUEST_ERROR = A2ARequestError.__name__
 """The agent refused the request for good: HTTP 4xx (401/403 name the token to set), no card at the URL."""
-TASK_ERROR = "A2ATaskError"
+TASK_ERROR = A2ATaskError.__name__
 """The remote task ended failed, rejected, canceled or auth-required."""
 
 NON_RETRYABLE_ERRORS = [PROTOCOL_ERROR, REQUEST_ERROR, TASK_ERROR]

@@ -20,15 +20,14 @@ from collections.abc import Collection, Sequence
 from mcp.types import Tool
 
 from activities.mcp.errors import McpConfigError
-from contracts.agent import McpHttpServer, McpStdioServer
+from contracts.agent import McpServerSpec
 from contracts.tools import ToolSpec
 
-McpServer = McpStdioServer | McpHttpServer
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def allowed(spec: McpServer, tools: Sequence[Tool]) -> list[Tool]:
+def allowed(spec: McpServerSpec, tools: Sequence[Tool]) -> list[Tool]:
     """The server's tools that its allowlist admits; an allowlisted tool it does not offer is an error."""
     if spec.tools is None:
         return list(tools)
@@ -42,7 +41,7 @@ def allowed(spec: McpServer, tools: Sequence[Tool]) -> list[Tool]:
     return [tool for tool in tools if tool.name in spec.tools]
 
 
-def tool_specs(servers: Sequence[tuple[McpServer, Sequence[Tool]]], taken: Collection[str], own: Collection[str]) -> list[ToolSpec]:
+def tool_specs(servers: Sequence[tuple[McpServerSpec, Sequence[Tool]]], taken: Collection[str], own: Collection[str]) -> list[ToolSpec]:
     """ToolSpecs for the servers' (allowed) tools, named by the policy above.
 
     `taken` is every name a handler answers to in this worker; `own` the
@@ -65,7 +64,7 @@ def _safe(name: str) -> str:
     return _UNSAFE.sub("_", name)
 
 
-def _spec(server: McpServer, tool: Tool, name: str) -> ToolSpec:
+def _spec(server: McpServerSpec, tool: Tool, name: str) -> ToolSpec:
     schema = dict(tool.input_schema)
     schema.pop("title", None)
     read_only = bool(tool.annotations and tool.annotations.read_only_hint)

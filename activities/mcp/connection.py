@@ -17,7 +17,7 @@ import anyio
 from mcp import Client, Implementation
 
 from activities.mcp.transport import open_transport
-from contracts.agent import McpHttpServer, McpStdioServer
+from contracts.agent import McpServerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _client_info() -> Implementation:
 class McpConnection:
     """A session with one server; `alive` turns False once the server can answer nothing more."""
 
-    def __init__(self, spec: McpStdioServer | McpHttpServer) -> None:
+    def __init__(self, spec: McpServerSpec) -> None:
         self.spec = spec
         self._ended = anyio.Event()
         self._closing = asyncio.Event()

@@ -16,12 +16,16 @@ from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from activities.mcp.connection import McpConnection
-from activities.mcp.errors import McpConfigError, McpServerExited, McpToolError, McpUnavailable
-from contracts.agent import McpHttpServer, McpStdioServer
+from activities.mcp.errors import (
+    McpConfigError,
+    McpServerExited,
+    McpToolError,
+    McpUnavailable,
+)
+from contracts.agent import McpServerSpec, McpStdioServer
 
 logger = logging.getLogger(__name__)
 
-McpServer = McpStdioServer | McpHttpServer
 MAX_LIST_PAGES = 100
 _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout)
 """Failures of an HTTP session that prove its last request was never delivered."""
@@ -35,10 +39,10 @@ class McpPool:
         self._locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
-    def key(spec: McpServer) -> str:
+    def key(spec: McpServerSpec) -> str:
         return spec.model_dump_json(exclude={"name", "tools"})
 
-    async def connection(self, spec: McpServer) -> McpConnection:
+    async def connection(self, spec: McpServerSpec) -> McpConnection:
         """The live connection to `spec`, started (again) when there is none or its server has gone."""
         key = self.key(spec)
         async with self._locks.setdefault(key, asyncio.Lock()):
@@ -59,7 +63,7 @@ class McpPool:
             self._connections[key] = connection
             return connection
 
-    async def list_tools(self, spec: McpServer) -> list[Tool]:
+    async def list_tools(self, spec: McpServerSpec) -> list[Tool]:
         connection = await self.connection(spec)
         tools: list[Tool] = []
         cursor: str | None = None
@@ -77,7 +81,7 @@ class McpPool:
             raise McpConfigError(f"MCP server {spec.name!r} cannot list its tools: {err}. Is it an MCP server with tools?") from err
         raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
 
-    async def call_tool(self, spec: McpServer, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool; an error the server reports is raised as `McpToolError` for the model to read."""
         connection = await self.connection(spec)
         try:
@@ -103,7 +107,7 @@ class McpPool:
             ) from err
         return result
 
-    def alive(self, spec: McpServer) -> bool:
+    def alive(self, spec: McpServerSpec) -> bool:
         """Whether a live connection to `spec` is open now (a dead one is replaced on its next use)."""
         connection = self._connections.get(self.key(spec))
         return connection is not None and connection.alive
@@ -113,7 +117,7 @@ class McpPool:
         connections, self._connections = list(self._connections.values()), {}
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
-    async def _discard(self, spec: McpServer, connection: McpConnection) -> None:
+    async def _discard(self, spec: McpServerSpec, connection: McpConnection) -> None:
         key = self.key(spec)
         if self._connections.get(key) is connection:
             del self._connections[key]
@@ -127,7 +131,7 @@ def _leaf(err: BaseException | None) -> BaseException | None:
     return err
 
 
-def _connect_error(spec: McpServer, err: BaseException) -> Exception:
+def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
     if isinstance(err, McpConfigError):
         return err
     if isinstance(spec, McpStdioServer):

@@ -21,7 +21,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
 from activities.mcp.errors import McpConfigError
-from contracts.agent import McpHttpServer, McpStdioServer
+from contracts.agent import McpServerSpec, McpStdioServer
 
 PYTHON_COMMANDS = ("python", "python3")
 """Commands that mean the worker's own interpreter, so a server written in Python finds the worker's `mcp`."""
@@ -55,7 +55,7 @@ def stdio_parameters(spec: McpStdioServer, environ: Mapping[str, str] | None = N
 
 @asynccontextmanager
 async def open_transport(
-    spec: McpStdioServer | McpHttpServer, ended: anyio.Event, environ: Mapping[str, str] | None = None
+    spec: McpServerSpec, ended: anyio.Event, environ: Mapping[str, str] | None = None
 ) -> AsyncIterator[TransportStreams]:
     """Streams to and from the server; `ended` is set once the server can send nothing more."""
     environ = os.environ if environ is None else environ

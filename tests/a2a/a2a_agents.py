@@ -16,11 +16,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from a2a_http import free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from workers.dev_server import free_port
 
 Behaviour = Literal["reply", "work", "fail", "ask", "busy"]
 

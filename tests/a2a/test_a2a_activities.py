@@ -7,19 +7,15 @@ import uuid
 
 import pytest
 from a2a_agents import A2AServer, roster
-from a2a_http import free_port, serving
+from a2a_http import serving
+from a2a_requests import delegate
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from activities.a2a import policy
-from contracts.a2a import A2APollSettings, A2ADelegateRequest, A2ADescribeRequest
-
-FAST_POLL = A2APollSettings(interval_seconds=0.05, max_interval_seconds=0.2, request_timeout_seconds=5)
-
-
-def delegate(url: str, task: str = "summarise qubits") -> A2ADelegateRequest:
-    return A2ADelegateRequest(url=url, task=task, idempotency_key=f"wf-1/1/call-{uuid.uuid4().hex[:6]}", poll=FAST_POLL)
+from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
+from workers.dev_server import free_port
 
 
 async def run_delegate(env, task_queue: str, request: A2ADelegateRequest):

@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
 from datetime import timedelta
 
 import pytest
+from a2a_requests import delegate
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.a2a import policy
 from activities.a2a.activities import a2a_delegate, a2a_describe
-from contracts.a2a import A2APollSettings, A2ADelegateRequest, A2ADescribeRequest
-
-FAST_POLL = A2APollSettings(interval_seconds=0.05, max_interval_seconds=0.2, request_timeout_seconds=5)
-
-
-def delegate(url: str, task: str = "summarise qubits", **fields) -> A2ADelegateRequest:
-    return A2ADelegateRequest(url=url, task=task, idempotency_key=f"wf-1/1/{uuid.uuid4().hex[:6]}", poll=FAST_POLL, **fields)
+from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
 
 
 async def failure_of(request: A2ADelegateRequest) -> ApplicationError:

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from a2a_http import free_port, serving
+from a2a_http import serving
+from a2a_requests import delegate
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
@@ -22,10 +23,10 @@ from activities.a2a.activities import a2a_delegate, a2a_describe
 from client.a2a_server import A2AAgentServer
 from client.api import StalwartClient
 from contracts import AgentSpec, ScriptedReply
-from contracts.a2a import A2APollSettings, A2ADelegateRequest, A2ADescribeRequest
+from contracts.a2a import A2ADescribeRequest
+from workers.dev_server import free_port
 from workers.worker import build_worker
 
-FAST_POLL = A2APollSettings(interval_seconds=0.05, max_interval_seconds=0.2, request_timeout_seconds=10)
 EXPLAINER = AgentSpec(
     name="explainer",
     description="Explains physics in one sentence.",
@@ -48,10 +49,6 @@ async def served(time_skipping_env, task_queue, monkeypatch) -> AsyncIterator[di
         silent = A2AAgentServer(stalwart, SILENT, public_url=urls["silent"])
         async with serving(explainer.app(), explainer_port), serving(silent.app(), silent_port):
             yield urls
-
-
-def delegate(url: str, task: str = "What is a qubit?", key: str | None = None) -> A2ADelegateRequest:
-    return A2ADelegateRequest(url=url, task=task, idempotency_key=key or uuid.uuid4().hex, poll=FAST_POLL)
 
 
 async def test_the_card_is_built_from_the_agent_spec(served):
