@@ -8,13 +8,12 @@ needs a person to change the URL, the token or the agent.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from activities.a2a.errors import A2AProtocolError, A2ARequestError, A2AUnavailableError
+from activities.retry_after import retry_after_seconds
 
 _RETRYABLE_STATUS = {408, 425, 429}
 
@@ -58,7 +57,7 @@ def check_status(response: httpx.Response, what: str, *, token_env: str | None =
     if status in _RETRYABLE_STATUS or status >= 500:
         raise A2AUnavailableError(
             f"{what}: {url} answered HTTP {status} {response.reason_phrase} ({detail}); retrying later.",
-            retry_after=retry_after_seconds(response.headers.get("retry-after")),
+            retry_after=retry_after_seconds(response.headers),
         )
     if status in (401, 403):
         fix = (
@@ -81,23 +80,6 @@ def json_body(response: httpx.Response, what: str) -> Any:
             f"{what}: {response.request.url} answered a body that is not JSON ({_snippet(response)}); "
             f"check that the URL points at an A2A agent."
         ) from None
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _snippet(response: httpx.Response) -> str:

@@ -7,9 +7,7 @@ message that names the cause and the fix). Messages never carry the API key.
 
 from __future__ import annotations
 
-import email.utils
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,6 +17,7 @@ import httpx2
 import openai
 
 from activities.providers.base import ModelError, ModelRequestError, ModelUnavailableError
+from activities.retry_after import retry_after_seconds
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded"}
@@ -96,27 +95,6 @@ def _from_status(
         f"{where} rejected the request ({status}: {text}). Check the agent's model settings (model, temperature, "
         f"max_output_tokens) and tool schemas."
     )
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The delay a provider asked for: `retry-after-ms`, `retry-after` in seconds, or an HTTP date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000, 0.0) or None
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0) or None
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_to_datetime(value) if value else None
-    if parsed is None:
-        return None
-    return max(parsed.timestamp() - time.time(), 0.0) or None
 
 
 def _where(target: Target) -> str:

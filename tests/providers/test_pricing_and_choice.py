@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import anthropic
 import httpx2
@@ -11,7 +13,8 @@ import pytest
 
 from activities.pricing import PRICES_ENV, Price, price_of, priced
 from activities.providers import ModelRequestError, ModelUnavailableError, choose_model, effective
-from activities.providers.errors import Target, retry_after_seconds, translate
+from activities.providers.errors import Target, translate
+from activities.retry_after import retry_after_seconds
 from contracts import AgentSpec, Budgets
 from contracts.messages import Usage
 from flavors import FLAVORS, agent_for, run_agent
@@ -74,7 +77,21 @@ def test_named_model_without_its_key_falls_back_to_scripted_replies():
 def test_retry_after_accepts_seconds_milliseconds_and_dates():
     assert retry_after_seconds({"retry-after": "7"}) == 7
     assert retry_after_seconds({"retry-after-ms": "1500"}) == 1.5
-    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None  # in the past: no wait
+    soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    assert retry_after_seconds({"retry-after": soon}) == pytest.approx(30, abs=2)
+    naive = (datetime.now(timezone.utc) + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S -0000")
+    assert retry_after_seconds({"retry-after": naive}) == pytest.approx(30, abs=2)  # no zone given: read as UTC
+
+
+def test_unreadable_retry_after_is_ignored_and_the_error_stays_retryable():
+    assert retry_after_seconds({"retry-after": "soon-ish"}) is None
+    assert retry_after_seconds({"retry-after": "Wed, 99 Foo 2015 07:28:00 GMT"}) is None
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    response = httpx2.Response(429, request=request, headers={"retry-after": "Wed, 99 Foo 2015"}, json={"error": {"message": "slow down"}})
+    err = openai.RateLimitError("429", response=response, body=response.json())
+    translated = translate(err, Target("openai", "gpt-4.1", "OPENAI_API_KEY"), None)
+    assert isinstance(translated, ModelUnavailableError) and translated.retryable and translated.retry_after is None
 
 
 def test_error_messages_keep_out_the_key_even_when_the_provider_echoes_it():
