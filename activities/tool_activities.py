@@ -23,7 +23,6 @@ from temporalio.plugin import SimplePlugin
 from activities.heartbeats import heartbeating
 from activities.mcp import McpConfigError, McpPool, McpServerExited, McpToolError, McpUnavailable, catalog, render
 from activities.tools.registry import (
-    KindHandler,
     RetryableToolError,
     ToolArgumentsError,
     ToolContext,
@@ -49,7 +48,6 @@ class ToolActivities:
     def __init__(self, registry: ToolRegistry, *, mcp: McpPool | None = None) -> None:
         self.registry = registry
         self.mcp = mcp or McpPool()
-        self._builtin_kinds: dict[str, KindHandler] = {"mcp": self._call_mcp}
 
     def worker_plugin(self) -> SimplePlugin:
         """Closes this worker's MCP connections (stopping stdio servers) when the worker stops."""
@@ -92,7 +90,7 @@ class ToolActivities:
     async def run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool
         named = self.registry.get(call.name)
-        by_kind = self.registry.kind_handler(spec.kind) or self._builtin_kinds.get(spec.kind)
+        by_kind = self.registry.kind_handler(spec.kind) or (self._call_mcp if spec.kind == "mcp" else None)
         if named is None and by_kind is None:
             return ToolResult.failure(call, f"No handler registered for tool: {call.name} (kind: {spec.kind})", "Call one of the tools you were given.")
         unbound = sorted({name for name in spec.bindings.values() if name not in request.run_inputs})

@@ -17,7 +17,7 @@ ERROR_NAMES = {
     -32601: "method not found",
     -32602: "invalid params",
     -32603: "internal error",
-    -32001: "task not found",
+    TASK_NOT_FOUND: "task not found",
     -32002: "task not cancelable",
     -32003: "push notifications not supported",
     -32004: "unsupported operation",

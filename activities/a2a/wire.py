@@ -45,7 +45,6 @@ PartText = Callable[[dict[str, Any]], str]
 class Dialect(ABC):
     """One protocol version's JSON-RPC methods and shapes."""
 
-    version: str
     send_method: str
     get_method: str
     cancel_method: str
@@ -70,7 +69,6 @@ class Dialect(ABC):
 class V1(Dialect):
     """A2A 1.0: protobuf-JSON shapes, PascalCase methods, the `A2A-Version` header."""
 
-    version = "1.0"
     send_method = "SendMessage"
     get_method = "GetTask"
     cancel_method = "CancelTask"
@@ -96,7 +94,6 @@ class V1(Dialect):
 class V03(Dialect):
     """A2A 0.3: `kind`-tagged objects, slash-separated methods, lower-case enums."""
 
-    version = "0.3"
     send_method = "message/send"
     get_method = "tasks/get"
     cancel_method = "tasks/cancel"

@@ -210,7 +210,7 @@ def read_file_tool(root: str | Path | None = None, *, max_bytes: int | None = No
             body = handle.read(limit + 1)
         if b"\0" in body[:8192]:
             raise ValueError(f"{path} is a binary file; read_file returns text only")
-        return {"path": path, "content": _text(body[:limit], "utf-8"), "truncated": len(body) > limit}
+        return {"path": path, "content": body[:limit].decode("utf-8", errors="replace"), "truncated": len(body) > limit}
 
     return tool(read_file)
 
