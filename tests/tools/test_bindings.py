@@ -45,6 +45,7 @@ async def test_bound_mcp_parameter_is_hidden_from_the_model(tool_activities):
     spec = (await describe(tool_activities, agent))["weather"]
     assert list(spec.parameters["properties"]) == ["city"]
     assert spec.parameters["required"] == ["city"]
+    assert spec.bindings == {"unit": "preferred_unit"}
 
 
 async def test_bound_parameter_overrides_what_the_model_sent(activities):

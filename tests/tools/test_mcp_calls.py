@@ -19,6 +19,7 @@ from activities.tool_activities import ToolActivities
 from activities.tools.registry import ToolRegistry
 from contracts.agent import AgentSpec, McpHttpServer
 from contracts.tools import ToolSpec
+from workers.worker import default_registry
 
 
 def _pid_alive(pid: int) -> bool:
@@ -91,11 +92,15 @@ async def test_server_that_died_between_calls_is_restarted_without_an_error(tool
     assert int(after.content) != before
 
 
-async def test_closing_the_tool_activities_stops_stdio_servers(tool_activities):
-    tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
-    pid = int((await call(tool_activities, tools["pid"])).content)
-    assert _pid_alive(pid)
-    await tool_activities.aclose()
+async def test_closing_the_tool_activities_stops_stdio_servers():
+    # Its own activities: closing the module's shared ones would stop the servers other tests use.
+    activities = ToolActivities(default_registry())
+    try:
+        tools = await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
+        pid = int((await call(activities, tools["pid"])).content)
+        assert _pid_alive(pid)
+    finally:
+        await activities.aclose()
     assert not _pid_alive(pid)
 
 
