@@ -14,7 +14,6 @@ from typing import Any, get_args
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError
 
 from client.agent_files import load_agent
 from client.connection import connect
@@ -221,12 +220,6 @@ class StalwartClient:
         runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
 
-    async def exists(self, run_id: str) -> bool:
-        try:
-            await self.temporal.get_workflow_handle(run_id).describe()
-            return True
-        except RPCError:
-            return False
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str | None:
