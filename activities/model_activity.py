@@ -35,6 +35,7 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
     context = context.model_copy(update={"agent": providers.effective(context.agent)})
     publisher = AnswerPublisher(request.step, info.attempt, activity.heartbeat)
     try:
+        pricing.check_priced(context.agent)
         provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)
         async with keepalive(publisher):
             turn: AssistantTurn = await provider.complete(context, publisher)

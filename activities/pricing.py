@@ -85,28 +85,51 @@ def load_prices(path: str | Path) -> None:
 
 
 def price_of(model: str) -> Price | None:
-    """The price of `provider:model`; a dated name (`claude-haiku-4-5-20251001`, `gpt-4.1-2025-04-14`) uses its base entry."""
-    env_file = os.environ.get(PRICES_ENV)
-    if env_file:
-        load_prices(env_file)
+    """The price of `provider:model`: its own entry, else its alias's (`openai-responses:` -> `openai:`), else the base entry of
+    a dated name (`claude-haiku-4-5-20251001`, `gpt-4.1-2025-04-14`)."""
+    _load_env_file()
     provider, _, name = model.partition(":")
-    key = f"{_ALIASES.get(provider, provider)}:{name}" if name else provider
-    base = _DATED.sub("", key)
-    if base in PRICES:
-        return PRICES[base]
+    alias = f"{_ALIASES.get(provider, provider)}:{name}" if name else provider
+    for key in (model, alias, _DATED.sub("", alias)):
+        if key in PRICES:
+            return PRICES[key]
     if provider in SELF_HOSTED:
         return Price(0.0, 0.0)
     return None
 
 
+_loaded_file: tuple[str, int] | None = None
+"""The `STALWART_PRICES` file last loaded, with its mtime: it is read again only when either changes."""
+
+
+def _load_env_file() -> None:
+    global _loaded_file
+    path = os.environ.get(PRICES_ENV)
+    if not path:
+        return
+    try:
+        stamp: tuple[str, int] | None = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        stamp = None  # load_prices raises the error that says what is wrong
+    if stamp is not None and stamp == _loaded_file:
+        return
+    load_prices(path)
+    _loaded_file = stamp
+
+
+def check_priced(agent: AgentSpec) -> None:
+    """Raise ModelConfigError when the agent has a cost budget but its model has no price: checked before the paid call."""
+    if agent.budgets.max_cost_usd is not None and price_of(agent.model) is None:
+        raise ModelConfigError(
+            f"agent {agent.name!r} has budgets.max_cost_usd but Stalwart knows no price for {agent.model!r}. "
+            f"Add it to a JSON price table named by {PRICES_ENV} on the worker, or remove the cost budget."
+        )
+
+
 def priced(agent: AgentSpec, usage: Usage) -> Usage:
     """`usage` with its cost; an agent with a cost budget on an unpriced model is a config error."""
+    check_priced(agent)
     price = price_of(agent.model)
     if price is None:
-        if agent.budgets.max_cost_usd is not None:
-            raise ModelConfigError(
-                f"agent {agent.name!r} has budgets.max_cost_usd but Stalwart knows no price for {agent.model!r}. "
-                f"Add it to a JSON price table named by {PRICES_ENV} on the worker, or remove the cost budget."
-            )
         return usage
     return usage.model_copy(update={"cost_usd": price.cost(usage)})

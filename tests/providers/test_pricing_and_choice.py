@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
@@ -11,8 +12,9 @@ import httpx2
 import openai
 import pytest
 
-from activities.pricing import PRICES_ENV, Price, price_of, priced
-from activities.providers import ModelRequestError, ModelUnavailableError, choose_model, effective
+from activities import pricing
+from activities.pricing import PRICES_ENV, Price, check_priced, price_of, priced, register_price
+from activities.providers import ModelConfigError, ModelRequestError, ModelUnavailableError, choose_model, effective
 from activities.providers.errors import Target, translate
 from activities.retry_after import retry_after_seconds
 from contracts import AgentSpec, Budgets
@@ -26,9 +28,23 @@ def test_price_counts_cached_input_at_its_own_rate():
     assert Price(input=1.0, output=4.0, cached_input=0.25).cost(usage) == pytest.approx(0.6 + 0.1 + 4.0)
 
 
+@pytest.fixture(autouse=True)
+def own_price_table(monkeypatch):
+    """Each test extends a copy of the price table, so what it registers or loads does not leak into later tests."""
+    monkeypatch.setattr(pricing, "PRICES", dict(pricing.PRICES))
+    monkeypatch.setattr(pricing, "_loaded_file", None)
+
+
 def test_dated_model_names_use_their_base_price():
-    assert price_of("anthropic:claude-haiku-4-5-20251001") == price_of("anthropic:claude-haiku-4-5")
-    assert price_of("openai-responses:gpt-4.1-2025-04-14") == price_of("openai:gpt-4.1")
+    assert price_of("anthropic:claude-haiku-4-5-20251001") == Price(1.0, 5.0, 0.10)
+    assert price_of("openai-responses:gpt-4.1-2025-04-14") == Price(2.0, 8.0, 0.5)
+
+
+def test_a_dated_name_with_its_own_entry_uses_it_not_the_base_price():
+    register_price("openai:gpt-4.1-mini-2025-04-14", Price(3.0, 12.0))
+    assert price_of("openai:gpt-4.1-mini-2025-04-14") == Price(3.0, 12.0)
+    assert price_of("openai-responses:gpt-4.1-mini-2025-04-14") == Price(3.0, 12.0)
+    assert price_of("openai:gpt-4.1-mini-2025-05-01") == Price(0.40, 1.60, 0.10)
 
 
 def test_price_table_is_extended_from_the_file_named_in_the_environment(tmp_path, monkeypatch):
@@ -38,10 +54,39 @@ def test_price_table_is_extended_from_the_file_named_in_the_environment(tmp_path
     assert price_of("openai-compatible:qwen3") == Price(input=0.2, output=0.6)
 
 
+def test_price_file_is_read_again_only_when_it_changes(tmp_path, monkeypatch):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"openai-compatible:qwen3": {"input": 0.2, "output": 0.6}}))
+    monkeypatch.setenv(PRICES_ENV, str(table))
+    reads: list[object] = []
+    load = pricing.load_prices
+    monkeypatch.setattr(pricing, "load_prices", lambda path: (reads.append(path), load(path)))
+    for _ in range(3):
+        assert price_of("openai-compatible:qwen3") == Price(input=0.2, output=0.6)
+    assert len(reads) == 1
+    table.write_text(json.dumps({"openai-compatible:qwen3": {"input": 0.3, "output": 0.9}}))
+    mtime = table.stat().st_mtime_ns + 1_000_000_000
+    os.utime(table, ns=(mtime, mtime))
+    assert price_of("openai-compatible:qwen3") == Price(input=0.3, output=0.9)
+    assert len(reads) == 2
+
+
 def test_cost_budget_on_an_unpriced_model_is_a_config_error_naming_the_fix():
     agent = AgentSpec(name="a", model="openai:gpt-unknown", budgets=Budgets(max_cost_usd=1.0))
-    with pytest.raises(Exception, match=PRICES_ENV):
+    with pytest.raises(ModelConfigError, match=PRICES_ENV):
         priced(agent, Usage(input_tokens=1))
+    with pytest.raises(ModelConfigError, match=PRICES_ENV):
+        check_priced(agent)
+
+
+async def test_cost_budget_on_an_unpriced_model_fails_before_the_paid_call(time_skipping_env, task_queue, wire, monkeypatch):
+    flavor = FLAVORS[0]
+    monkeypatch.setenv(flavor.key_env, "sk-test-budget-0123456789")
+    script = wire.script(Reply(text="never paid for"))
+    agent = agent_for(flavor, script, budgets=Budgets(max_cost_usd=1.0)).model_copy(update={"model": "openai:gpt-unknown"})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert (result.stop_reason, len(script.requests)) == ("error", 0)
+    assert "max_cost_usd" in result.error and PRICES_ENV in result.error
 
 
 async def test_cost_budget_stops_the_run_with_max_cost(time_skipping_env, task_queue, wire, monkeypatch):
