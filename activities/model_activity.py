@@ -33,7 +33,7 @@ async def model_turn(request: ModelRequest) -> AssistantTurn:
     handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
     context = await handle.query("model_context", request, result_type=ModelContext)
     context = context.model_copy(update={"agent": providers.effective(context.agent)})
-    publisher = AnswerPublisher(request.step, info.attempt, activity.heartbeat)
+    publisher = AnswerPublisher(request.step, activity.heartbeat)
     try:
         pricing.check_priced(context.agent)
         provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)

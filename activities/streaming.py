@@ -2,9 +2,9 @@
 
 Why heartbeats: they carry the text to any client (which reads the pending
 activity with DescribeWorkflowExecution) without adding a single history
-event, they are tagged with the attempt so a retried attempt never repeats
-what a client already printed, and they double as the liveness signal the
-heartbeat timeout needs. The SDK throttles heartbeats; a worker meant to
+event, the client compares a retried attempt's text with what it already
+printed so nothing is repeated (`client/stream.py`), and they double as the
+liveness signal the heartbeat timeout needs. The SDK throttles heartbeats; a worker meant to
 stream passes `max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE`.
 """
 
@@ -33,50 +33,35 @@ class TurnObserver(Protocol):
         """Assistant text, as generated."""
 
     def tool_call(self) -> None:
-        """The turn calls a tool: its text is not the final answer."""
+        """The turn calls a tool: its text is not the final answer.
+
+        The observer enforces what follows, so providers need not: text shown
+        so far is retracted and text reported after this is ignored. Calling
+        it again (say, once per streamed argument chunk) changes nothing.
+        """
 
     def chunk(self) -> None:
         """Anything arrived from the model (keeps the activity alive)."""
 
 
-class SilentObserver:
-    """Observes nothing: for callers that want only the finished turn."""
-
-    def text(self, delta: str) -> None:
-        pass
-
-    def tool_call(self) -> None:
-        pass
-
-    def chunk(self) -> None:
-        pass
-
-
 class AnswerPublisher:
     """Publishes the text of a turn while it may still be the final answer; retracts it once a tool is called."""
 
-    def __init__(self, step: int, attempt: int, publish: Callable[[StreamProgress], None]) -> None:
-        self._progress = StreamProgress(step=step, attempt=attempt)
+    def __init__(self, step: int, publish: Callable[[StreamProgress], None]) -> None:
+        self._progress = StreamProgress(step=step)
         self._publish = publish
-        self._text = ""
         self._published_at = 0.0
         self._shown = ""
-
-    @property
-    def progress(self) -> StreamProgress:
-        return self._progress
 
     def text(self, delta: str) -> None:
         if self._progress.retracted or not delta:
             return
-        self._text += delta
-        self._progress = self._progress.model_copy(update={"text": self._text})
+        self._progress = self._progress.model_copy(update={"text": self._progress.text + delta})
         self.chunk()
 
     def tool_call(self) -> None:
         if self._progress.retracted:
             return
-        self._text = ""
         self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
         self.flush_if_shown_differs()
 

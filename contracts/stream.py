@@ -14,12 +14,11 @@ class StreamProgress(BaseModel):
     """The answer text one attempt of a model turn has produced so far.
 
     `text` is cumulative, so a client that missed a heartbeat loses nothing and
-    a retried attempt (higher `attempt`) can be compared with what was shown.
+    a retried attempt's text can be compared with what was shown.
     `retracted` is set when the turn turned out to call tools: text already
     shown for this step was not the answer.
     """
 
     step: int
-    attempt: int
     text: str = ""
     retracted: bool = False

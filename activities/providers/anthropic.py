@@ -94,7 +94,6 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
     blocks: dict[int, dict[str, Any]] = {}
     json_parts: dict[int, list[str]] = {}
     usage = Usage()
-    calling = False
     async for event in events:
         observer.chunk()
         kind = event.type
@@ -103,13 +102,12 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
             if block["type"] == "tool_use":
-                calling = True
                 observer.tool_call()
                 block["input"] = {}
                 json_parts[event.index] = []
             blocks[event.index] = block
         elif kind == "content_block_delta":
-            _apply(blocks[event.index], json_parts, event.index, event.delta, observer, calling)
+            _apply(blocks[event.index], json_parts, event.index, event.delta, observer)
         elif kind == "message_delta":
             usage = _usage(event.usage, usage)
         elif kind == "message_stop":
@@ -117,11 +115,10 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
     raise errors.incomplete(target)
 
 
-def _apply(block: dict[str, Any], json_parts: dict[int, list[str]], index: int, delta: Any, observer: TurnObserver, calling: bool) -> None:
+def _apply(block: dict[str, Any], json_parts: dict[int, list[str]], index: int, delta: Any, observer: TurnObserver) -> None:
     if delta.type == "text_delta":
         block["text"] = block.get("text", "") + delta.text
-        if not calling:
-            observer.text(delta.text)
+        observer.text(delta.text)
     elif delta.type == "input_json_delta":
         json_parts[index].append(delta.partial_json)
     elif delta.type == "thinking_delta":

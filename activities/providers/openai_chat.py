@@ -121,8 +121,7 @@ async def _fold(events: Any, observer: TurnObserver, step: int, model: str, targ
                         call["arguments"] += piece.function.arguments or ""
             if delta.content:
                 text.append(delta.content)
-                if not calls:
-                    observer.text(delta.content)
+                observer.text(delta.content)
             if choice.finish_reason is not None:
                 finished = True
     if not finished:

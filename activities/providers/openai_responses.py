@@ -89,14 +89,12 @@ def _items(message: Message) -> list[dict[str, Any]]:
 
 
 async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.Target) -> AssistantTurn:
-    calling = False
     async for event in events:
         observer.chunk()
         kind = event.type
         if kind == "response.output_item.added" and event.item.type == "function_call":
-            calling = True
             observer.tool_call()
-        elif kind == "response.output_text.delta" and not calling:
+        elif kind == "response.output_text.delta":
             observer.text(event.delta)
         elif kind in _DONE:
             return _turn(event.response, model)
