@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anthropic
 
 from activities.providers import errors, tool_arguments
-from activities.providers.calling import CONNECT_SECONDS, Endpoint, read_seconds, streamed_call
+from activities.providers.calling import Endpoint, streamed_turn
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -33,13 +33,13 @@ class AnthropicProvider:
         self.endpoint = endpoint
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        agent = context.agent
-        model, key, target = self.endpoint.prepare(agent)
-        timeout = anthropic.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
-        client = anthropic.AsyncAnthropic(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
-        request = self.request(context, model)
-        return await streamed_call(
-            client, agent, target, key, lambda: client.messages.create(**request), lambda events: _fold(events, observer, model, target)
+        return await streamed_turn(
+            self.endpoint,
+            context.agent,
+            anthropic.AsyncAnthropic,
+            lambda model: self.request(context, model),
+            lambda client: client.messages.create,
+            lambda events, model, target: _fold(events, observer, model, target),
         )
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:

@@ -14,7 +14,9 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+import httpx2
 
 from activities.providers import credentials, errors
 from activities.providers.base import ModelUnavailableError
@@ -93,30 +95,41 @@ def read_seconds(extra: dict[str, object]) -> float:
     return max(stall_seconds(extra), first_token_seconds(extra))
 
 
-class _Closable(Protocol):
+class _Client(Protocol):
     async def close(self) -> None: ...
 
 
-async def streamed_call(
-    client: _Closable,
+ClientT = TypeVar("ClientT", bound=_Client)
+
+
+async def streamed_turn(
+    endpoint: Endpoint,
     agent: AgentSpec,
-    target: errors.Target,
-    secret: str,
-    open_stream: Callable[[], Awaitable[Any]],
-    fold: Callable[[AsyncIterator[Any]], Awaitable[AssistantTurn]],
+    sdk_client: Callable[..., ClientT],
+    request: Callable[[str], dict[str, Any]],
+    create: Callable[[ClientT], Callable[..., Awaitable[Any]]],
+    fold: Callable[[AsyncIterator[Any], str, errors.Target], Awaitable[AssistantTurn]],
 ) -> AssistantTurn:
-    """Open the stream within the first-token deadline and fold its events into a turn; SDK failures become ModelErrors."""
+    """One turn from a streaming SDK: a client without SDK retries, the request `create`d within both stream deadlines, its
+    events folded into a turn, SDK failures translated into ModelErrors, and the client closed after.
+
+    `request(model)` is the keyword arguments of `create(client)`; `fold(events, model, target)` builds the turn.
+    """
+    model, key, target = endpoint.prepare(agent)
+    body = request(model)
+    timeout = httpx2.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
+    client = sdk_client(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
     try:
         events = events_within(
-            open_stream,
+            lambda: create(client)(**body),
             first_token_seconds=first_token_seconds(agent.extra),
             stall_seconds=stall_seconds(agent.extra),
             what=target.provider,
         )
         async with aclosing(events):
-            return await fold(events)
+            return await fold(events, model, target)
     except Exception as err:
-        translated = errors.translate(err, target, secret)
+        translated = errors.translate(err, target, key)
         if translated is None or translated is err:
             raise
         raise translated from None

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import openai
 
 from activities.providers import errors, tool_arguments
-from activities.providers.calling import CONNECT_SECONDS, Endpoint, read_seconds, streamed_call
+from activities.providers.calling import Endpoint, streamed_turn
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -33,13 +33,13 @@ class OpenAIResponsesProvider:
         self.endpoint = endpoint
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        agent = context.agent
-        model, key, target = self.endpoint.prepare(agent)
-        timeout = openai.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
-        client = openai.AsyncOpenAI(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
-        request = self.request(context, model)
-        return await streamed_call(
-            client, agent, target, key, lambda: client.responses.create(**request), lambda events: _fold(events, observer, model, target)
+        return await streamed_turn(
+            self.endpoint,
+            context.agent,
+            openai.AsyncOpenAI,
+            lambda model: self.request(context, model),
+            lambda client: client.responses.create,
+            lambda events, model, target: _fold(events, observer, model, target),
         )
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
