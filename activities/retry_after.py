@@ -7,7 +7,7 @@ lower-case header names, so it needs no HTTP library.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 
@@ -31,8 +31,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return _positive((when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return _positive((when - datetime.now(UTC)).total_seconds())
 
 
 def _positive(seconds: float) -> float | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import anthropic
@@ -123,9 +123,9 @@ def test_retry_after_accepts_seconds_milliseconds_and_dates():
     assert retry_after_seconds({"retry-after": "7"}) == 7
     assert retry_after_seconds({"retry-after-ms": "1500"}) == 1.5
     assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None  # in the past: no wait
-    soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert retry_after_seconds({"retry-after": soon}) == pytest.approx(30, abs=2)
-    naive = (datetime.now(timezone.utc) + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S -0000")
+    naive = (datetime.now(UTC) + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S -0000")
     assert retry_after_seconds({"retry-after": naive}) == pytest.approx(30, abs=2)  # no zone given: read as UTC
 
 

@@ -41,16 +41,6 @@ def chat_stream(reply: Reply, model: str) -> list[bytes]:
     return out
 
 
-def chat_json(reply: Reply, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.calls:
-        message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments_text}} for i, c in enumerate(reply.calls)
-        ]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}], "usage": _chat_usage(reply)}
-
-
 def _chat_usage(reply: Reply) -> dict[str, Any]:
     return {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
             "total_tokens": reply.input_tokens + reply.output_tokens, "prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
@@ -111,14 +101,6 @@ def responses_stream(reply: Reply, model: str) -> list[bytes]:
     return out
 
 
-def responses_json(reply: Reply, model: str) -> dict[str, Any]:
-    items: list[dict[str, Any]] = [_reasoning_item(reply.thinking)] if reply.thinking else []
-    items += [_message_item(reply.text)] if reply.text else []
-    items += [{"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": c.name, "arguments": c.arguments_text, "status": "completed"}
-              for i, c in enumerate(reply.calls)]
-    return _response(model, items, "completed", reply)
-
-
 def _reasoning_item(thinking: str) -> dict[str, Any]:
     return {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": thinking}], "encrypted_content": "enc-rs-1"}
 
@@ -172,14 +154,6 @@ def anthropic_stream(reply: Reply, model: str) -> list[bytes]:
          usage={"output_tokens": reply.output_tokens})
     emit("message_stop")
     return out
-
-
-def anthropic_json(reply: Reply, model: str) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "thinking", "thinking": reply.thinking, "signature": "sig-thinking-1"}] if reply.thinking else []
-    content += [{"type": "text", "text": reply.text}] if reply.text else []
-    content += [{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": c.arguments} for i, c in enumerate(reply.calls)]
-    return {"id": "msg_1", "type": "message", "role": "assistant", "content": content, "model": model,
-            "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None, "usage": _anthropic_usage(reply, reply.output_tokens)}
 
 
 def _anthropic_usage(reply: Reply, output: int) -> dict[str, Any]:

@@ -23,15 +23,14 @@ from wire_server.script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
 @dataclass(frozen=True)
 class WireFormat:
     stream: Callable[[Reply, str], list[bytes]]
-    whole: Callable[[Reply, str], dict[str, Any]]
     error: Callable[[str, str], dict[str, Any]]
     error_event: Callable[[str, str], bytes]
 
 
 _ROUTES: dict[str, WireFormat] = {
-    "/v1/chat/completions": WireFormat(formats.chat_stream, formats.chat_json, formats.chat_error, formats.chat_error_event),
-    "/v1/responses": WireFormat(formats.responses_stream, formats.responses_json, formats.chat_error, formats.responses_error_event),
-    "/v1/messages": WireFormat(formats.anthropic_stream, formats.anthropic_json, formats.anthropic_error, formats.anthropic_error_event),
+    "/v1/chat/completions": WireFormat(formats.chat_stream, formats.chat_error, formats.chat_error_event),
+    "/v1/responses": WireFormat(formats.responses_stream, formats.chat_error, formats.responses_error_event),
+    "/v1/messages": WireFormat(formats.anthropic_stream, formats.anthropic_error, formats.anthropic_error_event),
 }
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable", 529: "Overloaded"}
@@ -45,8 +44,6 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
-    sent: list[float] = field(default_factory=list)
-    """When each streamed event was written (monotonic clock), to measure how fast text reaches a client."""
 
 
 @dataclass
@@ -122,9 +119,6 @@ class WireServer:
         elif isinstance(step, Stall) and step.then is None:
             await _start_sse(writer)
             await _silence(reader, step.seconds)
-        elif not body.get("stream"):
-            assert isinstance(step, Reply), "only replies can be sent as one JSON body"
-            await _json(writer, 200, route.whole(step, model))
         else:
             reply = step if isinstance(step, Reply) else step.then if isinstance(step, Stall) else step.reply
             assert reply is not None
@@ -143,7 +137,6 @@ class WireServer:
                     return
                 writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                 await writer.drain()
-                recorded.sent.append(time.monotonic())
                 if reply.pause:
                     await asyncio.sleep(reply.pause)
             writer.write(b"0\r\n\r\n")
