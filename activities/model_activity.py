@@ -17,9 +17,10 @@ from activities.providers.buffered import as_streaming
 from activities.streaming import AnswerPublisher, keepalive
 from contracts.activities import ModelContext, ModelRequest
 from contracts.messages import AssistantTurn
+from contracts.names import MODEL_ACTIVITY
 
 
-@activity.defn(name="model_turn")
+@activity.defn(name=MODEL_ACTIVITY)
 async def model_turn(request: ModelRequest) -> AssistantTurn:
     """Read the conversation from the workflow, call the agent's provider, return its normalised turn.
 

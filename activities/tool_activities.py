@@ -21,7 +21,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.plugin import SimplePlugin
 
 from activities.heartbeats import heartbeating
-from activities.mcp import McpConfigError, McpPool, McpServerExited, McpToolError, McpUnavailable, catalog, render
+from activities.mcp import (
+    McpConfigError,
+    McpPool,
+    McpServerExited,
+    McpToolError,
+    McpUnavailable,
+    catalog,
+    render,
+)
 from activities.tools.registry import (
     RetryableToolError,
     ToolArgumentsError,
@@ -32,6 +40,7 @@ from activities.tools.registry import (
 from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from contracts.agent import AgentSpec
 from contracts.messages import TOOL_ERROR_HINT, ToolResult
+from contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
 from contracts.tools import ToolSpec
 
 HEARTBEAT_EVERY_SECONDS = 2.0
@@ -63,7 +72,7 @@ class ToolActivities:
         finally:
             await self.aclose()
 
-    @activity.defn(name="describe_tools")
+    @activity.defn(name=DESCRIBE_TOOLS_ACTIVITY)
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
         """The schemas of the agent's tools and its MCP servers' tools, recorded in history so replays see the same list."""
         agent = request.agent
@@ -86,7 +95,7 @@ class ToolActivities:
         except McpUnavailable as err:
             raise ApplicationError(str(err), type="McpUnavailable") from err
 
-    @activity.defn(name="run_tool")
+    @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool
         named = self.registry.get(call.name)

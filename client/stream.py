@@ -23,10 +23,9 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.converter import DataConverter
 
 from contracts.converter import DATA_CONVERTER
+from contracts.names import MODEL_ACTIVITY
 from contracts.run import AgentResult, RunState, StepRecord
 from contracts.stream import StreamProgress
-
-MODEL_ACTIVITY = "model_turn"
 
 
 @dataclass(frozen=True)

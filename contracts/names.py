@@ -6,6 +6,11 @@ from temporalio.common import SearchAttributeKey
 
 WORKFLOW_TYPE = "AgentWorkflow"
 TASK_QUEUE = "stalwart"
+
+# Activity types, shared by the workflow that schedules them and the worker that runs them.
+MODEL_ACTIVITY = "model_turn"
+DESCRIBE_TOOLS_ACTIVITY = "describe_tools"
+RUN_TOOL_ACTIVITY = "run_tool"
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 

@@ -207,7 +207,7 @@ class AgentWorkflow:
         if not self._agent.tools and not self._agent.mcp_servers:
             return agent_tools
         result = await workflow.execute_activity(
-            "describe_tools",
+            names.DESCRIBE_TOOLS_ACTIVITY,
             DescribeToolsRequest(agent=self._agent),
             result_type=DescribeToolsResult,
             start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
@@ -222,7 +222,7 @@ class AgentWorkflow:
         self._steps.append(record)
         try:
             turn = await workflow.execute_activity(
-                "model_turn",
+                names.MODEL_ACTIVITY,
                 ModelRequest(
                     step=self._step,
                     message_count=len(self._messages),
@@ -306,7 +306,7 @@ class AgentWorkflow:
             return await self._delegate(call, tool)
         try:
             return await workflow.execute_activity(
-                "run_tool",
+                names.RUN_TOOL_ACTIVITY,
                 ToolRequest(
                     call=call,
                     tool=tool,
