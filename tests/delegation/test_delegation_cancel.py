@@ -11,6 +11,7 @@ import pytest
 from delegation_team import blocked_researcher, child_id, delegating, hour_long_search, lead, tool_started
 
 from contracts import ScriptedReply
+from contracts.run import AgentResult
 
 
 @pytest.fixture(scope="module")
@@ -19,14 +20,18 @@ def time_skipping_env(isolated_time_skipping_env):
     return isolated_time_skipping_env
 
 
-async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with):
+async def _cancel_parent_while_sub_agent_works(stalwart, worker_with) -> tuple[AgentResult, AgentResult]:
+    """The parent's result and its sub-agent's, after the parent was cancelled mid-delegation."""
     sub = blocked_researcher()
     async with worker_with(hour_long_search):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub), "Explain")
         await tool_started.wait()
         await handle.cancel()
-        result = await handle.result()
-        child = await stalwart.get(child_id(handle.run_id)).result()
+        return await handle.result(), await stalwart.get(child_id(handle.run_id)).result()
+
+
+async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with):
+    result, child = await _cancel_parent_while_sub_agent_works(stalwart, worker_with)
     assert result.stop_reason == "cancelled"
     assert child.stop_reason == "cancelled"
     assert child.steps[-1].tool_name == "hour_long_search"
@@ -34,13 +39,7 @@ async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with
 
 
 async def test_a_cancelled_parent_still_counts_what_its_sub_agent_spent(stalwart, worker_with):
-    sub = blocked_researcher()
-    async with worker_with(hour_long_search):
-        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub), "Explain")
-        await tool_started.wait()
-        await handle.cancel()
-        result = await handle.result()
-        child = await stalwart.get(child_id(handle.run_id)).result()
+    result, child = await _cancel_parent_while_sub_agent_works(stalwart, worker_with)
     assert child.usage.total_tokens == 20
     assert result.usage.total_tokens == 20 + child.usage.total_tokens
 
