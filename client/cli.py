@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Coroutine, Sequence
@@ -405,5 +407,22 @@ def _parse_inputs(pairs: list[str]) -> dict[str, object]:
     return inputs
 
 
+def console_main() -> None:
+    """The `stalwart` executable: `main`, then an exit that skips interpreter teardown.
+
+    Temporal's Rust core keeps threads that can call into Python while CPython finalizes, and a
+    short-lived client process then aborts with `Fatal Python error: PyGILState_Release`
+    (temporalio/sdk-python#300) after its work is done: 4 of 80 `stalwart approve` runs on a busy
+    machine. Everything a command owns (dev server, worker, connections) is closed by the time
+    `main` returns, so flushing and `os._exit` lose nothing and keep the exit code honest.
+    """
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a reader that went away (`stalwart runs | head`)
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()
