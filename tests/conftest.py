@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -91,3 +93,27 @@ def worker_with(time_skipping_env: WorkflowEnvironment, task_queue: str):
         return build_worker(time_skipping_env.client, task_queue=task_queue, registry=registry)
 
     return make
+
+
+_SESSION = pytest.StashKey[pytest.Session]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SESSION] = session
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave pytest with its own exit status, skipping interpreter teardown.
+
+    Temporal's Rust core keeps threads that can call into Python while CPython finalizes; the
+    process then aborts with `PyGILState_Release` after every test has passed
+    (temporalio/sdk-python#300, the same race `client.cli.console_main` steps around). By now
+    every hook has reported and every fixture is closed, so only the teardown is skipped.
+    """
+    session = config.stash.get(_SESSION, None)
+    if session is None:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(int(session.exitstatus))
