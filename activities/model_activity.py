@@ -1,54 +1,76 @@
 """The activity that asks the model for the next assistant turn.
 
 The answer streams out as heartbeat details (`activities/streaming.py`);
-the turn's usage is priced here, on the worker, from the price table.
+the turn's usage is priced here, on the worker, from the price table. The
+provider SDK clients belong to the worker, so turns reuse their connections.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.plugin import SimplePlugin
 
 from activities import pricing, protocols, providers
 from activities.providers.base import ModelError
 from activities.providers.buffered import as_streaming
+from activities.providers.clients import SdkClients
 from activities.streaming import AnswerPublisher, keepalive
 from contracts.activities import ModelContext, ModelRequest
 from contracts.messages import AssistantTurn
 from contracts.names import MODEL_ACTIVITY
 
 
-@activity.defn(name=MODEL_ACTIVITY)
-async def model_turn(request: ModelRequest) -> AssistantTurn:
-    """Read the conversation from the workflow, call the agent's provider, return its normalised turn.
+class ModelActivities:
+    """The model activity with the SDK clients one worker keeps for it."""
 
-    Retryable failures (rate limits, overload, broken streams) are logged in
-    one line and raised as BENIGN, so expected retries do not print a
-    traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
-    """
-    info = activity.info()
-    if info.workflow_id is None:
-        raise ApplicationError("model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True)
-    handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
-    context = await handle.query("model_context", request, result_type=ModelContext)
-    context = context.model_copy(update={"agent": providers.effective(context.agent)})
-    publisher = AnswerPublisher(request.step, activity.heartbeat)
-    try:
-        pricing.check_priced(context.agent)
-        provider = protocols.wrap(as_streaming(providers.resolve(context.agent)), context.agent.action_format)
-        async with keepalive(publisher):
-            turn: AssistantTurn = await provider.complete(context, publisher)
-        publisher.flush_if_shown_differs()
-        return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
-    except ModelError as err:
-        if err.retryable:
-            activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
-        raise ApplicationError(
-            str(err),
-            type=type(err).__name__,
-            non_retryable=not err.retryable,
-            next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
-            category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
-        ) from err
+    def __init__(self, clients: SdkClients | None = None) -> None:
+        self.clients = clients or SdkClients()
+
+    def worker_plugin(self) -> SimplePlugin:
+        """Closes this worker's SDK clients, and their connections, when the worker stops."""
+        return SimplePlugin("stalwart.models", run_context=self._lifespan)
+
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.clients.aclose()
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def model_turn(self, request: ModelRequest) -> AssistantTurn:
+        """Read the conversation from the workflow, call the agent's provider, return its normalised turn.
+
+        Retryable failures (rate limits, overload, broken streams) are logged in
+        one line and raised as BENIGN, so expected retries do not print a
+        traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
+        """
+        info = activity.info()
+        if info.workflow_id is None:
+            raise ApplicationError("model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True)
+        handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+        context = await handle.query("model_context", request, result_type=ModelContext)
+        context = context.model_copy(update={"agent": providers.effective(context.agent)})
+        publisher = AnswerPublisher(request.step, activity.heartbeat)
+        try:
+            pricing.check_priced(context.agent)
+            provider = protocols.wrap(as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format)
+            async with keepalive(publisher):
+                turn: AssistantTurn = await provider.complete(context, publisher)
+            publisher.flush_if_shown_differs()
+            return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
+        except ModelError as err:
+            if err.retryable:
+                activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
+            raise ApplicationError(
+                str(err),
+                type=type(err).__name__,
+                non_retryable=not err.retryable,
+                next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
+                category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
+            ) from err

@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.a2a.activities import a2a_delegate, a2a_describe
-from activities.model_activity import model_turn
+from activities.model_activity import ModelActivities
 from activities.streaming import HEARTBEAT_THROTTLE
 from activities.tool_activities import ToolActivities
 from activities.tools import builtin
@@ -42,18 +42,20 @@ def build_worker(
 ) -> Worker:
     """A worker that runs agents on `task_queue` with the tools of `registry`.
 
-    Its MCP connections live as long as the worker runs: they close (stopping
-    stdio servers) when it shuts down, through the tools' worker plugin.
+    Its MCP connections and model SDK clients live as long as the worker runs:
+    they close (stopping stdio servers) when it shuts down, through the worker
+    plugins of the tool and model activities.
     Heartbeats reach the server within 100 ms: the streamed answer travels in
     them, and so does the cancellation of a tool.
     """
     worker_options.setdefault("max_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     tools = ToolActivities(registry or default_registry())
+    models = ModelActivities()
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model_turn, tools.describe_tools, tools.run_tool, a2a_describe, a2a_delegate],
-        plugins=[*worker_options.pop("plugins", ()), tools.worker_plugin()],
+        activities=[models.model_turn, tools.describe_tools, tools.run_tool, a2a_describe, a2a_delegate],
+        plugins=[*worker_options.pop("plugins", ()), tools.worker_plugin(), models.worker_plugin()],
         **worker_options,
     )

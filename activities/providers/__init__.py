@@ -33,31 +33,33 @@ from activities.providers.base import (
     StreamingModelProvider,
 )
 from activities.providers.choice import AUTO, ModelChoice, choose_model
+from activities.providers.clients import SdkClients
 from activities.providers.openai_chat import OpenAIChatProvider
 from activities.providers.openai_responses import OpenAIResponsesProvider
 from activities.providers.scripted import ScriptedProvider
 from contracts.agent import AgentSpec
 
-ProviderFactory = Callable[[AgentSpec], AnyModelProvider]
+ProviderFactory = Callable[[AgentSpec, SdkClients], AnyModelProvider]
+"""Makes an agent's provider; streaming SDK providers take the worker's clients (`activities.providers.clients`)."""
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 
 
-def _compatible(agent: AgentSpec) -> AnyModelProvider:
+def _compatible(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:
     if not agent.base_url:
         raise ModelConfigError(
             f"agent {agent.name!r} uses {agent.model!r} but sets no `base_url`; an OpenAI-compatible server needs "
             f"one, e.g. base_url = \"http://localhost:8000/v1\" for vLLM."
         )
-    return OpenAIChatProvider(Endpoint("openai-compatible", None), legacy_max_tokens=True)
+    return OpenAIChatProvider(Endpoint("openai-compatible", None), clients, legacy_max_tokens=True)
 
 
 PROVIDERS: dict[str, ProviderFactory] = {
-    "scripted": lambda agent: ScriptedProvider(),
-    "openai": lambda agent: OpenAIChatProvider(Endpoint("openai", "OPENAI_API_KEY")),
-    "openai-responses": lambda agent: OpenAIResponsesProvider(),
-    "anthropic": lambda agent: AnthropicProvider(),
+    "scripted": lambda agent, clients: ScriptedProvider(),
+    "openai": lambda agent, clients: OpenAIChatProvider(Endpoint("openai", "OPENAI_API_KEY"), clients),
+    "openai-responses": lambda agent, clients: OpenAIResponsesProvider(clients),
+    "anthropic": lambda agent, clients: AnthropicProvider(clients),
     "openai-compatible": _compatible,
-    "ollama": lambda agent: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), legacy_max_tokens=True),
+    "ollama": lambda agent, clients: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), clients, legacy_max_tokens=True),
 }
 
 
@@ -68,8 +70,8 @@ def effective(agent: AgentSpec) -> AgentSpec:
     return agent.model_copy(update={"model": choose_model(agent).model})
 
 
-def resolve(agent: AgentSpec) -> AnyModelProvider:
-    """The provider for an agent's model string, e.g. `scripted` or `openai:gpt-4.1-mini`."""
+def resolve(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:
+    """The provider for an agent's model string, e.g. `scripted` or `openai:gpt-4.1-mini`, on the worker's `clients`."""
     prefix, _, name = agent.model.partition(":")
     factory = PROVIDERS.get(prefix)
     if factory is None:
@@ -79,11 +81,12 @@ def resolve(agent: AgentSpec) -> AnyModelProvider:
         )
     if prefix != "scripted" and not name:
         raise ModelConfigError(f"agent {agent.name!r} names provider {prefix!r} but no model; write `{prefix}:model-name`.")
-    return factory(agent)
+    return factory(agent, clients)
 
 
 __all__ = [
     "PROVIDERS",
+    "SdkClients",
     "ModelChoice",
     "ModelConfigError",
     "ModelError",

@@ -1,4 +1,4 @@
-"""One streamed call to a provider: its deadlines, its errors translated, its client closed after.
+"""One streamed call to a provider, on the worker's SDK client: its deadlines, and its errors translated.
 
 A stream that hangs before its first token (`first_token_seconds`) or goes
 silent between two events (`stall_seconds`) is cut and retried at once
@@ -14,19 +14,17 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
-
-import httpx2
+from typing import Any
 
 from activities.providers import credentials, errors
 from activities.providers.base import ModelUnavailableError
+from activities.providers.clients import ClientT, SdkClients
 from contracts.agent import AgentSpec
 from contracts.messages import AssistantTurn
 
 FIRST_TOKEN_SECONDS = 90.0
 """Reasoning models on Chat Completions send nothing until they have thought; 90 s leaves room for that."""
 STALL_SECONDS = 60.0
-CONNECT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -95,30 +93,23 @@ def read_seconds(extra: dict[str, object]) -> float:
     return max(stall_seconds(extra), first_token_seconds(extra))
 
 
-class _Client(Protocol):
-    async def close(self) -> None: ...
-
-
-ClientT = TypeVar("ClientT", bound=_Client)
-
-
 async def streamed_turn(
     endpoint: Endpoint,
     agent: AgentSpec,
-    sdk_client: Callable[..., ClientT],
+    clients: SdkClients,
+    sdk_client: type[ClientT],
     request: Callable[[str], dict[str, Any]],
     create: Callable[[ClientT], Callable[..., Awaitable[Any]]],
     fold: Callable[[AsyncIterator[Any], str, errors.Target], Awaitable[AssistantTurn]],
 ) -> AssistantTurn:
-    """One turn from a streaming SDK: a client without SDK retries, the request `create`d within both stream deadlines, its
-    events folded into a turn, SDK failures translated into ModelErrors, and the client closed after.
+    """One turn from a streaming SDK: the worker's client of `sdk_client` (no SDK retries), the request `create`d
+    within both stream deadlines, its events folded into a turn, and SDK failures translated into ModelErrors.
 
     `request(model)` is the keyword arguments of `create(client)`; `fold(events, model, target)` builds the turn.
     """
     model, key, target = endpoint.prepare(agent)
     body = request(model)
-    timeout = httpx2.Timeout(read_seconds(agent.extra), connect=CONNECT_SECONDS)
-    client = sdk_client(api_key=key, base_url=target.base_url, max_retries=0, timeout=timeout)
+    client = clients.get(sdk_client, api_key=key, base_url=target.base_url, read_seconds=read_seconds(agent.extra))
     try:
         events = events_within(
             lambda: create(client)(**body),
@@ -133,5 +124,3 @@ async def streamed_turn(
         if translated is None or translated is err:
             raise
         raise translated from None
-    finally:
-        await client.close()

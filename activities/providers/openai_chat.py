@@ -16,6 +16,7 @@ import openai
 
 from activities.providers import errors, tool_arguments
 from activities.providers.calling import Endpoint, streamed_turn
+from activities.providers.clients import SdkClients
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -28,8 +29,9 @@ class OpenAIChatProvider:
 
     streaming: Literal[True] = True
 
-    def __init__(self, endpoint: Endpoint, *, legacy_max_tokens: bool = False) -> None:
+    def __init__(self, endpoint: Endpoint, clients: SdkClients, *, legacy_max_tokens: bool = False) -> None:
         self.endpoint = endpoint
+        self.clients = clients
         self._legacy_max_tokens = legacy_max_tokens
         """Self-hosted servers know `max_tokens`, not OpenAI's newer `max_completion_tokens`."""
 
@@ -37,6 +39,7 @@ class OpenAIChatProvider:
         return await streamed_turn(
             self.endpoint,
             context.agent,
+            self.clients,
             openai.AsyncOpenAI,
             lambda model: self.request(context, model),
             lambda client: client.chat.completions.create,

@@ -14,6 +14,7 @@ import openai
 
 from activities.providers import errors, tool_arguments
 from activities.providers.calling import Endpoint, streamed_turn
+from activities.providers.clients import SdkClients
 from activities.streaming import TurnObserver
 from contracts.activities import ModelContext
 from contracts.messages import AssistantTurn, Message, ToolCall, Usage
@@ -29,13 +30,15 @@ class OpenAIResponsesProvider:
 
     streaming: Literal[True] = True
 
-    def __init__(self, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")) -> None:
+    def __init__(self, clients: SdkClients, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")) -> None:
         self.endpoint = endpoint
+        self.clients = clients
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
         return await streamed_turn(
             self.endpoint,
             context.agent,
+            self.clients,
             openai.AsyncOpenAI,
             lambda model: self.request(context, model),
             lambda client: client.responses.create,
