@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from wire_server.script import Reply
+from .script import Reply
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wire_server import formats
-from wire_server.script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
+from . import formats
+from .script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
 
 @dataclass(frozen=True)
 class WireFormat:
