@@ -37,8 +37,8 @@ def load_agent(path: str | Path) -> AgentSpec:
 def _load(path: Path, chain: tuple[Path, ...]) -> AgentSpec:
     """`chain` holds the files that led here, so a sub-agent file that leads back to one of them is caught."""
     if not path.exists():
-        nearby = sorted(p.name for p in path.parent.glob("*.toml")) if path.parent.exists() else []
-        hint = f" Agent files in {path.parent}: {', '.join(nearby)}." if nearby else ""
+        nearby = _agent_files_near(path)
+        hint = f" Agent files nearby: {', '.join(nearby)}." if nearby else ""
         raise AgentFileError(f"{path}: no such agent file.{hint}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -47,6 +47,12 @@ def _load(path: Path, chain: tuple[Path, ...]) -> AgentSpec:
     # A stdio MCP server runs in the agent file's directory unless it says otherwise, so relative `args` work.
     spec = parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
     return _with_sub_agent_files(spec, path, (*chain, path.resolve()))
+
+
+def _agent_files_near(path: Path) -> list[str]:
+    """TOML files beside `path` and in an `agents/` folder there (where the examples live), but not pyproject.toml."""
+    folders = [folder for folder in (path.parent, path.parent / "agents") if folder.is_dir()]
+    return sorted(str(file) for folder in folders for file in folder.glob("*.toml") if file.name != "pyproject.toml")
 
 
 def _with_sub_agent_files(spec: AgentSpec, path: Path, chain: tuple[Path, ...]) -> AgentSpec:

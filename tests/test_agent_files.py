@@ -29,8 +29,18 @@ def test_defaults_are_the_scripted_model_ten_steps_and_no_finalize(tmp_path):
 
 def test_a_missing_file_lists_the_agent_files_next_to_it(tmp_path):
     (tmp_path / "real.toml").write_text('name = "real"\n')
-    with pytest.raises(AgentFileError, match=r"no such agent file\. Agent files in .*: real\.toml"):
+    with pytest.raises(AgentFileError, match=r"no such agent file\. Agent files nearby: .*real\.toml\.$"):
         load_agent(tmp_path / "typo.toml")
+
+
+def test_a_missing_file_lists_the_agents_folder_but_not_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "helper.toml").write_text('name = "helper"\n')
+    with pytest.raises(AgentFileError) as raised:
+        load_agent(tmp_path / "helpr.toml")
+    assert str(tmp_path / "agents" / "helper.toml") in str(raised.value)
+    assert "pyproject.toml" not in str(raised.value)
 
 
 def test_invalid_toml_names_the_line(tmp_path):
