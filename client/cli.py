@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Coroutine, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _versions() -> str:
+    """Stalwart's version and the Temporal SDK's, the two a bug report needs."""
+    return f"stalwart {metadata.version('stalwart')} (temporalio {metadata.version('temporalio')})"
+
+
 async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
     """Run a command; SIGTERM unwinds it like Ctrl-C, so an embedded dev server is stopped, not orphaned."""
     task = asyncio.current_task()
@@ -82,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=_versions())
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     def command(name: str, handler, help: str) -> argparse.ArgumentParser:  # type: ignore[no-untyped-def]

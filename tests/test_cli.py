@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,12 @@ def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProc
     extra = ["--address", address] if address else []
     env = {**os.environ, "TEMPORAL_UI_URL": "http://localhost:8233"}
     return subprocess.run([*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
+
+
+def test_version_names_stalwart_and_the_temporal_sdk():
+    shown = stalwart("--version")
+    assert shown.returncode == 0
+    assert re.fullmatch(r"stalwart \S+ \(temporalio \S+\)\n", shown.stdout)
 
 
 def test_check_names_the_misspelled_field_and_suggests_the_right_one(tmp_path):
