@@ -52,6 +52,17 @@ async def isolated_time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
 
 
+@pytest.fixture
+async def own_time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server for one test, for a module of several tests that each need workflow time to pass.
+
+    An activity a test leaves behind (a cancelled tool that never heartbeats)
+    can keep holding time still after its run has closed.
+    """
+    async with time_skipping_server() as env:
+        yield env
+
+
 @dataclass(frozen=True)
 class DevEnv:
     """A running dev server: its address (for subprocesses) and a client of it."""

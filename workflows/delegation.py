@@ -4,11 +4,13 @@ A local sub-agent runs as a child workflow, so it has its own run, history and
 UI page, and is cancelled with its parent; a remote one is asked over A2A by
 an activity. Either way its outcome comes back to the model as a tool result:
 a failure is feedback (`Delegation failed: ...`), never the end of the parent.
-A local sub-agent spends from its parent's budgets: its own limits are capped
-at what the parent has left (less what siblings delegated in the same turn
-hold), and what it used is added to the parent's usage, even when the parent
-is cancelled meanwhile. A remote agent gets the parent's remaining time; its
-spending is its own and unknown here.
+A local sub-agent spends from its parent's budgets: its token and cost limits
+are capped at what the parent has left (less what siblings delegated in the
+same turn hold), and what it used is added to the parent's usage, even when
+the parent is cancelled meanwhile. Its time is the parent's: the parent's
+wall-clock budget cancels it, with no deadline of its own to race that. A
+remote agent gets the parent's remaining time; its spending is its own and
+unknown here.
 """
 
 from __future__ import annotations
@@ -188,13 +190,15 @@ def _as_single_call(spec: AgentSpec) -> AgentSpec:
 
 
 def _drawn(budgets: Budgets, context: DelegationContext) -> Budgets:
-    """The sub-agent's budgets, each capped at what the parent has left of it."""
+    """The sub-agent's token and cost budgets, each capped at what the parent has left of it.
+
+    Not its time: the parent's deadline cancels the child. A child timer set to
+    the parent's remaining seconds fires at the same moment, often a few
+    milliseconds first; the parent then reads `max_seconds` as an ordinary
+    failure and asks the model again just before its own deadline cuts it off.
+    """
     caps: dict[str, Any] = {}
-    for name, left in (
-        ("max_tokens", context.remaining_tokens),
-        ("max_seconds", context.remaining_seconds),
-        ("max_cost_usd", context.remaining_cost_usd),
-    ):
+    for name, left in (("max_tokens", context.remaining_tokens), ("max_cost_usd", context.remaining_cost_usd)):
         if left is not None:
             own = getattr(budgets, name)
             caps[name] = left if own is None else min(own, left)
