@@ -50,6 +50,17 @@ class RunHandle:
         self._handle = handle
         self._ui_url = ui_url
         self._namespace = namespace
+        self._one_query = asyncio.Lock()
+
+    async def _query(self, name: str, result_type: Any) -> Any:
+        """Ask the running workflow, one query at a time.
+
+        `stalwart run` follows steps, the streamed answer and approvals at once. Two
+        queries in flight together while a workflow task runs (as at the start of a run)
+        held the second back by about a second, so the first steps printed late, all at once.
+        """
+        async with self._one_query:
+            return await self._handle.query(name, result_type=result_type)
 
     @property
     def run_id(self) -> str:
@@ -68,13 +79,13 @@ class RunHandle:
     async def state(self) -> RunState:
         """The step log, status and usage: live from the workflow while it runs, from its recorded result after."""
         closed = await self._closed_state()
-        return closed if closed is not None else await self._handle.query("state", result_type=RunState)
+        return closed if closed is not None else await self._query("state", RunState)
 
     async def events(self) -> list[RunEvent]:
         """The run in the KAOS memory-event vocabulary."""
         closed = await self._closed_state()
         if closed is None:
-            return await self._handle.query("events", result_type=list[RunEvent])
+            return await self._query("events", list[RunEvent])
         return conversation.events(closed.steps)
 
     async def _closed_state(self) -> RunState | None:
@@ -107,7 +118,7 @@ class RunHandle:
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """Tool calls of this run that wait for a person's decision."""
-        return await self._handle.query("pending_approvals", result_type=list[PendingApproval])
+        return await self._query("pending_approvals", list[PendingApproval])
 
     async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
         """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""
@@ -127,7 +138,7 @@ class RunHandle:
 
     def stream(self, poll_interval: float = 0.1) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`)."""
-        return stream_answer(self._handle, poll_interval=poll_interval)
+        return stream_answer(self._handle, poll_interval=poll_interval, live_state=lambda: self._query("state", RunState))
 
     async def watch(self, poll_interval: float = 0.2) -> AsyncIterator[StepRecord]:
         """Yield each step once it has finished, in log order, until the run ends."""

@@ -15,7 +15,7 @@ when it ends `done`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +71,20 @@ class ShownText:
 
 
 async def stream_answer(
-    handle: WorkflowHandle[Any, Any], *, poll_interval: float = 0.1, data_converter: DataConverter = DATA_CONVERTER
+    handle: WorkflowHandle[Any, Any],
+    *,
+    poll_interval: float = 0.1,
+    data_converter: DataConverter = DATA_CONVERTER,
+    live_state: Callable[[], Awaitable[RunState]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Yield the answer's text as it is generated, until the run ends.
 
     Polls the run every `poll_interval` seconds; the server learns new text
     at the worker's heartbeat throttle (see `activities.streaming`).
+    `live_state` asks the running workflow for its `state` (default: a query on `handle`).
     """
+    if live_state is None:
+        live_state = lambda: handle.query("state", result_type=RunState)  # noqa: E731
     shown = ShownText()
     settled: set[int] = set()
     while True:
@@ -99,7 +106,7 @@ async def stream_answer(
                 yield event
             return
         if any(step not in live and step not in settled for step in shown.text):
-            state: RunState = await handle.query("state", result_type=RunState)
+            state = await live_state()
             for event in _settle(shown, settled, state.steps, live):
                 yield event
         await asyncio.sleep(poll_interval)
