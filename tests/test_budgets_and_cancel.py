@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
+from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 
-from activities.tools import tool
 from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-
-tool_started = asyncio.Event()
 
 
 @pytest.fixture(scope="module")
 def time_skipping_env(isolated_time_skipping_env):
     """A server of this module's own: its tests need workflow time to pass (see tests/conftest.py)."""
     return isolated_time_skipping_env
-
-
-# The heartbeat timeout must outlast the 60 s budget: once time skipping is released the test server
-# jumps to the earliest deadline, and a 10 s heartbeat timeout would fire (and retry the tool) first.
-@tool(timeout_seconds=7200, heartbeat_timeout_seconds=600)
-async def hour_long_job(topic: str) -> str:
-    """Works for an hour.
-
-    Args:
-        topic: What to work on.
-    """
-    tool_started.set()
-    await asyncio.sleep(3600)
-    return "finished"
 
 
 def hour_long_agent(**budgets: object) -> AgentSpec:
@@ -45,17 +26,12 @@ def hour_long_agent(**budgets: object) -> AgentSpec:
     )
 
 
-async def _let_time_skip_past_running_activity(env) -> None:
-    """The test server holds time still while an activity runs; release that hold so workflow time can pass."""
-    await env.client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
-
-
 async def test_wall_clock_budget_cuts_off_an_hour_long_tool_and_ends_max_seconds(time_skipping_env, stalwart, worker_with):
     tool_started.clear()
     async with worker_with(hour_long_job):
         handle = await stalwart.start(hour_long_agent(max_seconds=60), "work")
         await tool_started.wait()
-        await _let_time_skip_past_running_activity(time_skipping_env)
+        await unlock_time_skipping(time_skipping_env)
         result = await handle.result()
         history = await handle.history()
     assert result.stop_reason == "max_seconds"

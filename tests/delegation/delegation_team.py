@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+from support.hour_long_tool import tool_started
 
-from activities.tools import tool
 from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from contracts.agent import SubAgent
 
@@ -44,23 +43,7 @@ def child_id(parent_id: str, step: int = 1, call_id: str = "call_1_1") -> str:
     return f"{parent_id}/researcher/{step}-{call_id}"
 
 
-tool_started = asyncio.Event()
-
-
-# The heartbeat timeout outlasts any time the test server skips while the run is waited on.
-@tool(timeout_seconds=7200, heartbeat_timeout_seconds=600)
-async def hour_long_search(topic: str) -> str:
-    """Searches for an hour.
-
-    Args:
-        topic: What to search.
-    """
-    tool_started.set()
-    await asyncio.sleep(3600)
-    return "found"
-
-
 def blocked_researcher() -> AgentSpec:
-    """A researcher whose one step is an hour-long search, so it is still working when the test acts (see `tool_started`)."""
+    """A researcher whose one step is an hour-long job, so it is still working when the test acts (see `tool_started`)."""
     tool_started.clear()
-    return researcher(ScriptedReply(tool_calls=[call("hour_long_search", topic="qubits")]), tools=["hour_long_search"])
+    return researcher(ScriptedReply(tool_calls=[call("hour_long_job", topic="qubits")]), tools=["hour_long_job"])

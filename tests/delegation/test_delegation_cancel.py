@@ -8,7 +8,8 @@ time still while any activity is open, so they run on a server of their own.
 from __future__ import annotations
 
 import pytest
-from delegation_team import blocked_researcher, child_id, delegating, hour_long_search, lead, tool_started
+from delegation_team import blocked_researcher, child_id, delegating, lead
+from support.hour_long_tool import hour_long_job, tool_started
 
 from contracts import ScriptedReply
 from contracts.run import AgentResult
@@ -23,7 +24,7 @@ def time_skipping_env(isolated_time_skipping_env):
 async def _cancel_parent_while_sub_agent_works(stalwart, worker_with) -> tuple[AgentResult, AgentResult]:
     """The parent's result and its sub-agent's, after the parent was cancelled mid-delegation."""
     sub = blocked_researcher()
-    async with worker_with(hour_long_search):
+    async with worker_with(hour_long_job):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub), "Explain")
         await tool_started.wait()
         await handle.cancel()
@@ -34,7 +35,7 @@ async def test_cancelling_the_parent_cancels_the_sub_agent(stalwart, worker_with
     result, child = await _cancel_parent_while_sub_agent_works(stalwart, worker_with)
     assert result.stop_reason == "cancelled"
     assert child.stop_reason == "cancelled"
-    assert child.steps[-1].tool_name == "hour_long_search"
+    assert child.steps[-1].tool_name == "hour_long_job"
     assert result.steps[2].error == "cancelled"
 
 
@@ -46,7 +47,7 @@ async def test_a_cancelled_parent_still_counts_what_its_sub_agent_spent(stalwart
 
 async def test_a_sub_agent_cancelled_on_its_own_is_fed_back_and_the_parent_goes_on(stalwart, worker_with):
     sub = blocked_researcher()
-    async with worker_with(hour_long_search):
+    async with worker_with(hour_long_job):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain")
         await tool_started.wait()
         await stalwart.get(child_id(handle.run_id)).cancel()

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from delegation_team import blocked_researcher, child_id, delegating, hour_long_search, lead, tool_started
-from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
+from delegation_team import blocked_researcher, child_id, delegating, lead
+from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 from temporalio.client import WorkflowHistory
 
 from contracts import ScriptedReply
@@ -37,10 +37,10 @@ class OutOfTime:
 
 async def _parent_out_of_time_while_sub_agent_works(env, stalwart, worker_with) -> OutOfTime:
     sub = blocked_researcher()
-    async with worker_with(hour_long_search):
+    async with worker_with(hour_long_job):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub, budgets={"max_seconds": 60}), "Explain")
         await tool_started.wait()
-        await env.client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
+        await unlock_time_skipping(env)
         child = stalwart.get(child_id(handle.run_id))
         return OutOfTime(await handle.result(), await handle.history(), child.run_id, await child.result(), await child.history())
 
@@ -64,4 +64,4 @@ async def test_the_parents_wall_clock_budget_cancels_its_working_sub_agent(time_
     assert delivered.workflow_execution.workflow_id == outcome.child_id
     assert any(e.HasField("workflow_execution_cancel_requested_event_attributes") for e in outcome.child_history.events)
     last = outcome.child.steps[-1]
-    assert (outcome.child.stop_reason, last.tool_name, last.error) == ("cancelled", "hour_long_search", "cancelled")
+    assert (outcome.child.stop_reason, last.tool_name, last.error) == ("cancelled", "hour_long_job", "cancelled")

@@ -7,7 +7,8 @@ its child was terminated, so the parent there would wait for ever.
 from __future__ import annotations
 
 import pytest
-from delegation_team import blocked_researcher, child_id, delegating, hour_long_search, lead, tool_started
+from delegation_team import blocked_researcher, child_id, delegating, lead
+from support.hour_long_tool import hour_long_job, tool_started
 from temporalio.client import WorkflowExecutionStatus
 
 from client.api import StalwartClient
@@ -21,7 +22,7 @@ FAILURE = "Delegation failed: sub-agent researcher failed: Terminated. Try a nar
 async def test_a_terminated_sub_agent_is_fed_back_to_the_model_as_a_delegation_error_and_the_parent_finishes(dev_env, task_queue):
     stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
     registry = default_registry()
-    registry.register(hour_long_search)
+    registry.register(hour_long_job)
     sub = blocked_researcher()
     async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
         handle = await stalwart.start(lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain")
