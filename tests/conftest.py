@@ -1,4 +1,4 @@
-"""Shared fixtures: real Temporal servers from the executables installed by pip, never a mock."""
+"""Shared fixtures: real Temporal servers from the executables installed by pip, never a mock, and a live A2A server."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
+from support.a2a_agents import A2AServer, roster
+from support.a2a_http import serving
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -104,6 +106,14 @@ def worker_with(time_skipping_env: WorkflowEnvironment, task_queue: str):
         return build_worker(time_skipping_env.client, task_queue=task_queue, registry=registry)
 
     return make
+
+
+@pytest.fixture
+async def a2a_server() -> AsyncIterator[A2AServer]:
+    """A live A2A server over HTTP with one remote agent of each behaviour (tests/support/a2a_agents.py)."""
+    server = A2AServer(roster())
+    async with serving(server.app(), server.port):
+        yield server
 
 
 _SESSION = pytest.StashKey[pytest.Session]()

@@ -1,24 +1,13 @@
-"""Fixtures of the A2A tests: a live A2A server with one agent of each behaviour, and a worker running the activities."""
+"""Fixtures of the A2A tests: a worker running the activities (the live A2A server, `a2a_server`, is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from a2a_agents import A2AServer, roster
-from a2a_http import serving
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.a2a.activities import a2a_delegate, a2a_describe
-
-
-@pytest.fixture
-async def a2a_server() -> AsyncIterator[A2AServer]:
-    server = A2AServer(roster())
-    async with serving(server.app(), server.port):
-        yield server
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import asyncio
 import uuid
 
 import pytest
-from a2a_agents import A2AServer, roster
-from a2a_http import serving
 from a2a_requests import delegate
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
+from support.a2a_agents import A2AServer, roster
+from support.a2a_http import serving
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from a2a_http import serving
 from a2a_requests import delegate
+from support.a2a_http import serving
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment

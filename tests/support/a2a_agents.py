@@ -1,4 +1,4 @@
-"""Remote agents for the tests: a real A2A server over HTTP (a Starlette app, served by `a2a_http.serving`).
+"""Remote agents for the tests: a real A2A server over HTTP (a Starlette app, served by `support.a2a_http.serving`).
 
 It speaks the protocol as a2a-sdk 1.x does on the wire: the agent card at
 `/.well-known/agent-card.json` (or only the legacy `/.well-known/agent.json`
