@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.repo_paths import AGENTS_DIR
 
 from client.agent_files import AgentFileError, load_agent
-
-AGENTS = Path(__file__).resolve().parent.parent / "agents"
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -17,7 +16,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("path", sorted(AGENTS.glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(AGENTS_DIR.glob("*.toml")), ids=lambda p: p.name)
 def test_every_shipped_example_agent_loads(path):
     assert load_agent(path).name
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
+from support.repo_paths import REPO
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.repo_paths import AGENTS_DIR
 
 from client.agent_files import AgentFileError, load_agent, parse_agent
-
-AGENTS_DIR = Path(__file__).resolve().parents[2] / "agents"
 
 
 def write(path: Path, text: str) -> Path:

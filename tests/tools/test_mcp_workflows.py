@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from mcp_test_servers import http_demo, stdio_demo
+from support.repo_paths import AGENTS_DIR
 
 from temporalio.worker import Replayer
 
@@ -16,7 +16,6 @@ from contracts.converter import DATA_CONVERTER
 from workers.worker import build_worker
 from workflows import AgentWorkflow
 
-AGENTS_DIR = Path(__file__).resolve().parents[2] / "agents"
 pytestmark = pytest.mark.slow
 
 
