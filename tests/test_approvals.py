@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
+from support.approvals import until_pending
 from temporalio.client import WorkflowUpdateFailedError
 
 from activities.tools import tool
@@ -43,16 +43,10 @@ def banker(**overrides: object) -> AgentSpec:
     )
 
 
-async def _until_pending(handle) -> list:
-    while not (pending := await handle.pending_approvals()):
-        await asyncio.sleep(0.05)
-    return pending
-
-
 async def test_a_gated_call_waits_with_status_awaiting_approval_and_lists_its_arguments(stalwart, worker_with):
     async with worker_with(transfer_money):
         handle = await stalwart.start(banker(), "pay")
-        pending = await _until_pending(handle)
+        pending = await until_pending(handle)
         state = await handle.state()
         await handle.reject("pay", reason="test over")
         await handle.result()
@@ -64,7 +58,7 @@ async def test_an_approved_call_runs_and_the_run_continues(stalwart, worker_with
     transfers.clear()
     async with worker_with(transfer_money):
         handle = await stalwart.start(banker(), "pay")
-        await _until_pending(handle)
+        await until_pending(handle)
         await handle.approve("pay", reviewer="alice")
         result = await handle.result()
     assert transfers == [100]
@@ -76,7 +70,7 @@ async def test_a_rejected_call_does_not_run_and_the_model_reads_the_reason(stalw
     transfers.clear()
     async with worker_with(transfer_money):
         handle = await stalwart.start(banker(), "pay")
-        await _until_pending(handle)
+        await until_pending(handle)
         await handle.reject("pay", reason="over the limit", reviewer="bob")
         result = await handle.result()
     assert transfers == []
@@ -96,7 +90,7 @@ async def test_a_call_nobody_decides_on_is_rejected_after_a_day_of_workflow_time
 async def test_approving_an_unknown_call_id_is_refused(stalwart, worker_with):
     async with worker_with(transfer_money):
         handle = await stalwart.start(banker(), "pay")
-        await _until_pending(handle)
+        await until_pending(handle)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.approve("no-such-call")
         await handle.reject("pay", reason="cleanup")
@@ -116,7 +110,7 @@ async def test_agent_file_can_require_approval_for_a_tool_not_marked_in_code(sta
     )
     async with worker_with():
         handle = await stalwart.start(spec, "add")
-        pending = await _until_pending(handle)
+        pending = await until_pending(handle)
         await handle.approve("c")
         result = await handle.result()
     assert pending[0].tool_name == "calculator"

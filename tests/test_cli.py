@@ -7,15 +7,15 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.approvals import until_pending
+from support.repo_paths import AGENTS_DIR, REPO
 
 from client.api import StalwartClient
 from workers.dev_server import free_port
 from workers.worker import build_worker
 
-REPO = Path(__file__).resolve().parent.parent
 STALWART = [sys.executable, "-m", "client.cli"]
 
 
@@ -67,7 +67,7 @@ def test_run_dev_runs_the_example_agent_to_its_answer_and_prints_the_ui_link(tmp
 async def test_show_and_runs_read_a_finished_run_by_its_search_attributes(dev_env, task_queue):
     client = StalwartClient(dev_env.client, task_queue=task_queue)
     async with build_worker(dev_env.client, task_queue=task_queue):
-        handle = await client.start(REPO / "agents" / "calculator.toml", "What is (17 * 23) + 4?")
+        handle = await client.start(AGENTS_DIR / "calculator.toml", "What is (17 * 23) + 4?")
         await handle.result()
     address = dev_env.address
     show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=address)
@@ -97,8 +97,7 @@ async def test_pending_and_approve_decide_a_waiting_call_from_another_process(de
     address = dev_env.address
     async with build_worker(dev_env.client, task_queue=task_queue):
         handle = await client.start(agent_file, "add")
-        while not await handle.pending_approvals():
-            await asyncio.sleep(0.05)
+        await until_pending(handle)
         pending = await asyncio.to_thread(stalwart, "pending", handle.run_id, address=address)
         unknown = await asyncio.to_thread(stalwart, "approve", handle.run_id, "nope", address=address)
         approve = await asyncio.to_thread(stalwart, "approve", handle.run_id, "add", "--reviewer", "carol", address=address)

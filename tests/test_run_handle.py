@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from support.approvals import until_pending
 from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
 
 from client.api import StalwartClient
@@ -60,8 +61,7 @@ async def test_a_run_handle_asks_its_workflow_one_query_at_a_time(time_skipping_
     stalwart = StalwartClient(temporal, task_queue=task_queue)
     async with build_worker(temporal, task_queue=task_queue):
         handle = await stalwart.start(careful_calculator(), "add")
-        while not await handle.pending_approvals():
-            await asyncio.sleep(0.05)
+        await until_pending(handle)
         answers = await asyncio.gather(*[ask() for _ in range(4) for ask in (handle.state, handle.pending_approvals, handle.events)])
         await handle.approve("add")
         result = await handle.result()
