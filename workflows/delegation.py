@@ -8,8 +8,8 @@ A local sub-agent spends from its parent's budgets: its token and cost limits
 are capped at what the parent has left (less what siblings delegated in the
 same turn hold), and what it used is added to the parent's usage, even when
 the parent is cancelled meanwhile. Its time is the parent's: the parent's
-wall-clock budget cancels it, with no deadline of its own to race that. A
-remote agent gets the parent's remaining time; its spending is its own and
+wall-clock budget cancels it, with no deadline of its own to race that. So
+does it cancel a remote agent's task; that agent's spending is its own and
 unknown here.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -247,16 +246,15 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
         idempotency_key=context.key(call),
         auth_token_env=sub.auth_token_env,
     )
-    schedule_to_close = policy.DELEGATE_SCHEDULE_TO_CLOSE
-    if context.remaining_seconds is not None:  # a remote agent, too, answers within the parent's time
-        schedule_to_close = min(schedule_to_close, timedelta(seconds=context.remaining_seconds))
     try:
+        # No timeout of the parent's remaining time: it would fall due with the parent's deadline and,
+        # firing first, read as a failure the model is asked about. The parent's deadline cancels this.
         answer = await workflow.execute_activity(
             policy.A2A_DELEGATE,
             request,
             result_type=A2ADelegateResult,
-            start_to_close_timeout=min(policy.DELEGATE_START_TO_CLOSE, schedule_to_close),
-            schedule_to_close_timeout=schedule_to_close,
+            start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
+            schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
             heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
             retry_policy=policy.DELEGATE_RETRY,
             summary=f"delegate to {sub.name} · {url}"[:200],
