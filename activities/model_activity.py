@@ -7,8 +7,6 @@ provider SDK clients belong to the worker, so turns reuse their connections.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from temporalio import activity
@@ -20,6 +18,7 @@ from activities.providers.base import ModelError
 from activities.providers.buffered import as_streaming
 from activities.providers.clients import SdkClients
 from activities.streaming import AnswerPublisher, keepalive
+from activities.worker_resources import closed_when_worker_stops
 from contracts.activities import ModelContext, ModelRequest
 from contracts.messages import AssistantTurn
 from contracts.names import MODEL_ACTIVITY
@@ -28,19 +27,12 @@ from contracts.names import MODEL_ACTIVITY
 class ModelActivities:
     """The model activity with the SDK clients one worker keeps for it."""
 
-    def __init__(self, clients: SdkClients | None = None) -> None:
-        self.clients = clients or SdkClients()
+    def __init__(self) -> None:
+        self.clients = SdkClients()
 
     def worker_plugin(self) -> SimplePlugin:
         """Closes this worker's SDK clients, and their connections, when the worker stops."""
-        return SimplePlugin("stalwart.models", run_context=self._lifespan)
-
-    @asynccontextmanager
-    async def _lifespan(self) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await self.clients.aclose()
+        return closed_when_worker_stops("stalwart.models", self.clients.aclose)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:

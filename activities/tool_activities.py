@@ -12,8 +12,7 @@ then the built-in "mcp" kind), else the model is told no handler exists.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from temporalio import activity
@@ -37,6 +36,7 @@ from activities.tools.registry import (
     ToolRegistry,
     render_result,
 )
+from activities.worker_resources import closed_when_worker_stops
 from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from contracts.agent import AgentSpec
 from contracts.messages import TOOL_ERROR_HINT, ToolResult
@@ -60,17 +60,10 @@ class ToolActivities:
 
     def worker_plugin(self) -> SimplePlugin:
         """Closes this worker's MCP connections (stopping stdio servers) when the worker stops."""
-        return SimplePlugin("stalwart.tools", run_context=self._lifespan)
+        return closed_when_worker_stops("stalwart.tools", self.aclose)
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
-
-    @asynccontextmanager
-    async def _lifespan(self) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await self.aclose()
 
     @activity.defn(name=DESCRIBE_TOOLS_ACTIVITY)
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
