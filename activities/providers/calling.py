@@ -49,18 +49,16 @@ async def events_within(
     """The events of a streamed response: the request and first event must arrive within `first_token_seconds`, each later one within `stall_seconds` of the one before."""
     stream: Any = None
     try:
-        async with asyncio.timeout(first_token_seconds):
-            stream = await open_stream()
-            iterator = stream.__aiter__()
-            event = await anext(iterator, _END)
-    except TimeoutError as err:
-        if stream is not None:
-            await stream.close()
-        raise ModelUnavailableError(
-            f"{what} sent no first token within {first_token_seconds:g}s; the attempt is retried. If the model is "
-            f"just slow to start, raise `first_token_seconds` under [extra] in the agent file."
-        ) from err
-    try:
+        try:
+            async with asyncio.timeout(first_token_seconds):
+                stream = await open_stream()
+                iterator = stream.__aiter__()
+                event = await anext(iterator, _END)
+        except TimeoutError as err:
+            raise ModelUnavailableError(
+                f"{what} sent no first token within {first_token_seconds:g}s; the attempt is retried. If the model is "
+                f"just slow to start, raise `first_token_seconds` under [extra] in the agent file."
+            ) from err
         while event is not _END:
             yield event
             try:
@@ -72,7 +70,8 @@ async def events_within(
                     f"pauses longer mid-answer, raise `stall_seconds` under [extra] in the agent file."
                 ) from err
     finally:
-        await stream.close()
+        if stream is not None:  # however the stream ends, even on its first event, its connection goes back to the pool
+            await stream.close()
 
 
 _END = object()
