@@ -50,12 +50,12 @@ class ModelActivities:
         context = context.model_copy(update={"agent": providers.effective(context.agent)})
         publisher = AnswerPublisher(request.step, activity.heartbeat)
         try:
-            pricing.check_priced(context.agent)
+            price = pricing.price_for(context.agent)
             provider = protocols.wrap(as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format)
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
             publisher.flush_if_shown_differs()
-            return turn.model_copy(update={"usage": pricing.priced(context.agent, turn.usage)})
+            return turn.model_copy(update={"usage": pricing.with_cost(turn.usage, price)})
         except ModelError as err:
             if err.retryable:
                 activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)

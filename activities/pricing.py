@@ -117,19 +117,18 @@ def _load_env_file() -> None:
     _loaded_file = stamp
 
 
-def check_priced(agent: AgentSpec) -> None:
-    """Raise ModelConfigError when the agent has a cost budget but its model has no price: checked before the paid call."""
-    if agent.budgets.max_cost_usd is not None and price_of(agent.model) is None:
+def price_for(agent: AgentSpec) -> Price | None:
+    """The price of the agent's model, looked up once per turn before the paid call: ModelConfigError when the agent
+    has a cost budget but its model has no price."""
+    price = price_of(agent.model)
+    if price is None and agent.budgets.max_cost_usd is not None:
         raise ModelConfigError(
             f"agent {agent.name!r} has budgets.max_cost_usd but Stalwart knows no price for {agent.model!r}. "
             f"Add it to a JSON price table named by {PRICES_ENV} on the worker, or remove the cost budget."
         )
+    return price
 
 
-def priced(agent: AgentSpec, usage: Usage) -> Usage:
-    """`usage` with its cost; an agent with a cost budget on an unpriced model is a config error."""
-    check_priced(agent)
-    price = price_of(agent.model)
-    if price is None:
-        return usage
-    return usage.model_copy(update={"cost_usd": price.cost(usage)})
+def with_cost(usage: Usage, price: Price | None) -> Usage:
+    """`usage` with its cost at `price` (unchanged for an unpriced model)."""
+    return usage if price is None else usage.model_copy(update={"cost_usd": price.cost(usage)})

@@ -11,16 +11,22 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from flavors import FLAVORS, agent_for, run_agent
+from wire_server.script import Call, Reply
 
 from activities import pricing
-from activities.pricing import PRICES_ENV, Price, check_priced, price_of, priced, register_price
-from activities.providers import ModelConfigError, ModelRequestError, ModelUnavailableError, choose_model, effective
+from activities.pricing import PRICES_ENV, Price, price_for, price_of, register_price
+from activities.providers import (
+    ModelConfigError,
+    ModelRequestError,
+    ModelUnavailableError,
+    choose_model,
+    effective,
+)
 from activities.providers.errors import Target, translate
 from activities.retry_after import retry_after_seconds
 from contracts import AgentSpec, Budgets
 from contracts.messages import Usage
-from flavors import FLAVORS, agent_for, run_agent
-from wire_server.script import Call, Reply
 
 
 def test_price_counts_cached_input_at_its_own_rate():
@@ -74,9 +80,7 @@ def test_price_file_is_read_again_only_when_it_changes(tmp_path, monkeypatch):
 def test_cost_budget_on_an_unpriced_model_is_a_config_error_naming_the_fix():
     agent = AgentSpec(name="a", model="openai:gpt-unknown", budgets=Budgets(max_cost_usd=1.0))
     with pytest.raises(ModelConfigError, match=PRICES_ENV):
-        priced(agent, Usage(input_tokens=1))
-    with pytest.raises(ModelConfigError, match=PRICES_ENV):
-        check_priced(agent)
+        price_for(agent)
 
 
 async def test_cost_budget_on_an_unpriced_model_fails_before_the_paid_call(time_skipping_env, task_queue, wire, monkeypatch):
