@@ -7,6 +7,8 @@ history: replaying it needs no agent file.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
@@ -23,6 +25,20 @@ def identifier(value: str, longest: int, why: str = "") -> str:
     """Names that become tool names, workflow ids and prefixes: what every provider and Temporal accept."""
     if not re.fullmatch(rf"[A-Za-z][A-Za-z0-9_-]{{0,{longest - 1}}}", value):
         raise ValueError(f"use 1-{longest} letters, digits, '-' or '_', starting with a letter{why}")
+    return value
+
+
+def no_repeats(names: Iterable[str], message: str) -> None:
+    """Refuse names given more than once; `message` has a `{}` for them, e.g. "tools listed twice: {}; list each tool once"."""
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(message.format(", ".join(repeated)))
+
+
+def http_url(value: str, example: str) -> str:
+    """URLs the worker fetches over HTTP; `example` shows a good one in the error."""
+    if not re.match(r"https?://[^/\s]+", value):
+        raise ValueError(f"use an http:// or https:// URL such as `{example}`")
     return value
 
 
@@ -68,9 +84,7 @@ class _McpServerBase(_Strict):
     @field_validator("tools")
     @classmethod
     def _allowlist_unique(cls, value: list[str] | None) -> list[str] | None:
-        duplicates = sorted({t for t in value or [] if (value or []).count(t) > 1})
-        if duplicates:
-            raise ValueError(f"tools listed twice: {', '.join(duplicates)}; list each tool once")
+        no_repeats(value or [], "tools listed twice: {}; list each tool once")
         return value
 
 
@@ -103,9 +117,7 @@ class McpHttpServer(_McpServerBase):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not re.match(r"https?://[^/\s]+", value):
-            raise ValueError("use an http:// or https:// URL such as `http://127.0.0.1:8000/mcp`")
-        return value
+        return http_url(value, "http://127.0.0.1:8000/mcp")
 
 
 def _mcp_transport(value: Any) -> str | None:
@@ -165,9 +177,7 @@ class SubAgent(_Strict):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"https?://[^/\s]+", value):
-            raise ValueError("use an http:// or https:// URL such as `http://127.0.0.1:9999/researcher`")
-        return value
+        return None if value is None else http_url(value, "http://127.0.0.1:9999/researcher")
 
     @model_validator(mode="after")
     def _one_source(self) -> SubAgent:
@@ -227,27 +237,20 @@ class AgentSpec(_Strict):
     @field_validator("tools")
     @classmethod
     def _tools_unique(cls, value: list[str]) -> list[str]:
-        duplicates = sorted({t for t in value if value.count(t) > 1})
-        if duplicates:
-            raise ValueError(f"tools listed twice: {', '.join(duplicates)}; list each tool once")
+        no_repeats(value, "tools listed twice: {}; list each tool once")
         return value
 
     @field_validator("mcp_servers")
     @classmethod
     def _server_names_unique(cls, value: list[McpStdioServer | McpHttpServer]) -> list[McpStdioServer | McpHttpServer]:
-        names = [server.name for server in value]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"MCP servers named twice: {', '.join(duplicates)}; give each server its own name")
+        no_repeats((server.name for server in value), "MCP servers named twice: {}; give each server its own name")
         return value
 
     @field_validator("sub_agents")
     @classmethod
     def _sub_agent_names_free(cls, value: list[SubAgent], info: ValidationInfo) -> list[SubAgent]:
         names = [sub.name for sub in value]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"sub-agents named twice: {', '.join(duplicates)}; give each sub-agent its own name")
+        no_repeats(names, "sub-agents named twice: {}; give each sub-agent its own name")
         taken = sorted(set(names) & set(info.data.get("tools", [])))
         if taken:
             raise ValueError(f"sub-agent name(s) {', '.join(taken)} are also in `tools`; rename the sub-agent, as the model calls both by name")
