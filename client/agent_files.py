@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import difflib
 import tomllib
+import types
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Tag, ValidationError
+from pydantic.fields import FieldInfo
 
-from contracts.agent import AgentSpec, Budgets, McpHttpServer, McpStdioServer, ScriptedReply, SubAgent
-
-_KNOWN_FIELDS = {
-    "": set(AgentSpec.model_fields),
-    "budgets": set(Budgets.model_fields),
-    "scripted": set(ScriptedReply.model_fields),
-    "mcp_servers.stdio": set(McpStdioServer.model_fields),
-    "mcp_servers.http": set(McpHttpServer.model_fields),
-    "sub_agents": set(SubAgent.model_fields),
-    "sub_agents.spec": set(AgentSpec.model_fields),
-}
+from contracts.agent import AgentSpec, SubAgent
 
 
 class AgentFileError(ValueError):
@@ -98,11 +91,56 @@ def _describe(source: str, item: Any) -> str:
     field = ".".join(loc) or "(top level)"
     kind = item["type"]
     if kind == "extra_forbidden":
-        section = ".".join(p for p in loc[:-1] if not p.isdigit())  # e.g. "budgets", "scripted", "mcp_servers.stdio"
-        known = _KNOWN_FIELDS.get(section, set())
+        model = _model_at(AgentSpec, tuple(item["loc"][:-1]))
+        known = sorted(_field_names(model)) if model else []
         close = difflib.get_close_matches(loc[-1], known, n=1)
-        fix = f"did you mean `{close[0]}`?" if close else f"known fields here: {', '.join(sorted(known))}"
+        if close:
+            fix = f"did you mean `{close[0]}`?"
+        elif known:
+            fix = f"known fields here: {', '.join(known)}"
+        else:
+            fix = "remove it or fix its name"
         return f"{source}: field `{field}` is not an agent setting; {fix}"
     if kind == "missing":
         return f"{source}: field `{field}` is required; add it, e.g. `{loc[-1]} = \"...\"`"
     return f"{source}: field `{field}`: {item['msg']} (got {item.get('input')!r}); fix the value"
+
+
+def _field_names(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's fields by the name an agent file uses for them: the alias when there is one."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
+
+
+def _model_at(annotation: Any, loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model that an error location such as `sub_agents.0.spec.scripted.0` points into, if any.
+
+    Steps through fields, list indexes and dict keys; `X | None` is stepped over, and the tag in the
+    location (e.g. `stdio` in `mcp_servers.0.stdio`) picks the member of a tagged union.
+    """
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _model_at(args[0], loc)
+    if origin in (Union, types.UnionType):
+        members = [member for member in args if member is not type(None)]
+        if len(members) == 1:
+            return _model_at(members[0], loc)
+        chosen = [member for member in members if loc and _union_tag(member) == loc[0]]
+        return _model_at(chosen[0], loc[1:]) if chosen else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if not loc:
+            return annotation
+        info = _field_names(annotation).get(str(loc[0]))
+        return _model_at(info.annotation, loc[1:]) if info else None
+    if loc and isinstance(origin, type) and issubclass(origin, Mapping) and len(args) == 2:
+        return _model_at(args[1], loc[1:])
+    if loc and isinstance(loc[0], int) and isinstance(origin, type) and issubclass(origin, Sequence) and args:
+        return _model_at(args[0], loc[1:])
+    return None
+
+
+def _union_tag(member: Any) -> str | None:
+    """How an error location names a member of a union: its `Tag`, else its class name."""
+    if get_origin(member) is Annotated:
+        tags = [meta.tag for meta in get_args(member)[1:] if isinstance(meta, Tag)]
+        return tags[0] if tags else _union_tag(get_args(member)[0])
+    return getattr(member, "__name__", None)

@@ -75,3 +75,23 @@ def test_a_tool_listed_twice_is_refused(tmp_path):
 def test_a_misspelled_field_of_a_scripted_reply_suggests_the_right_one(tmp_path):
     with pytest.raises(AgentFileError, match=r"field `scripted.0.txt` is not an agent setting; did you mean `text`\?"):
         load_agent(write(tmp_path, 'name = "a"\n[[scripted]]\ntxt = "hi"\n'))
+
+
+@pytest.mark.parametrize(
+    ("toml", "field", "meant"),
+    [
+        ('[[sub_agents]]\nname = "helper"\n[sub_agents.spec.budgets]\nmax_step = 3\n', "sub_agents.0.spec.budgets.max_step", "max_steps"),
+        ('[[sub_agents]]\nname = "helper"\n[[sub_agents.spec.scripted]]\ntxt = "hi"\n', "sub_agents.0.spec.scripted.0.txt", "text"),
+        ('[[scripted]]\n[[scripted.tool_calls]]\nnam = "echo"\n', "scripted.0.tool_calls.0.nam", "name"),
+    ],
+    ids=["inline-sub-agent-budgets", "inline-sub-agent-scripted", "scripted-tool-call"],
+)
+def test_a_misspelled_nested_field_suggests_the_right_one(tmp_path, toml, field, meant):
+    with pytest.raises(AgentFileError) as raised:
+        load_agent(write(tmp_path, f'name = "a"\n{toml}'))
+    assert f"field `{field}` is not an agent setting; did you mean `{meant}`?" in str(raised.value)
+
+
+def test_an_unknown_nested_field_lists_the_fields_of_that_place(tmp_path):
+    with pytest.raises(AgentFileError, match=r"field `scripted.0.tool_calls.0.qqqqq` is not an agent setting; known fields here: arguments, id, name$"):
+        load_agent(write(tmp_path, 'name = "a"\n[[scripted]]\n[[scripted.tool_calls]]\nname = "echo"\nqqqqq = 1\n'))
