@@ -5,12 +5,48 @@ from __future__ import annotations
 from support.repo_paths import REPO
 
 
+def _two_commands() -> dict[str, str]:
+    """The one-line bash blocks of the README's "Two commands" section, keyed by the paragraph that introduces each."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    start = lines.index("## Two commands") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("## "))
+    commands: dict[str, str] = {}
+    paragraph: list[str] = []  # the last paragraph of prose seen
+    in_paragraph = False
+    block: list[str] | None = None
+    for line in lines[start:end]:
+        if block is None and line == "```bash":
+            block = []
+        elif block is not None and line == "```":
+            assert len(block) == 1, f"a command of the README's 'Two commands' is not one line: {block}"
+            commands[" ".join(paragraph)] = block[0]
+            block, paragraph = None, []
+        elif block is not None:
+            block.append(line)
+        elif line:
+            paragraph = [*paragraph, line] if in_paragraph else [line]
+            in_paragraph = True
+        else:
+            in_paragraph = False
+    return commands
+
+
+def _readme_command(intro_start: str) -> str:
+    [command] = [command for intro, command in _two_commands().items() if intro.startswith(intro_start)]
+    return command
+
+
 def test_ci_runs_exactly_the_readme_test_command():
-    ci_command = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert ci_command in (REPO / "README.md").read_text().splitlines()
+    test_command = _readme_command("Install and run the tests")
+    main_command = _readme_command("Run the example agent end to end")
+    ci_lines = (REPO / ".ci" / "run").read_text().splitlines()
+    ci_commands = [line for line in ci_lines if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci_commands == [test_command]
+    assert test_command != main_command and "pytest" in test_command
 
 
 def test_the_readme_main_command_names_an_agent_file_that_exists():
-    main = next(line for line in (REPO / "README.md").read_text().splitlines() if "stalwart run --dev" in line)
+    main = _readme_command("Run the example agent end to end")
+    assert "stalwart run --dev" in main
     agent = next(word for word in main.split() if word.endswith(".toml"))
     assert (REPO / agent).exists()

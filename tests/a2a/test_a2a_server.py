@@ -109,7 +109,10 @@ async def test_cancelling_a_working_task_answers_with_the_canceled_task(time_ski
     assert sent["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
     canceled = await _rpc(server, "CancelTask", {"id": task_id})
     assert (canceled["result"]["id"], canceled["result"]["status"]["state"]) == (task_id, "TASK_STATE_CANCELED")
-    await time_skipping_env.client.get_workflow_handle(task_id).terminate("test cleanup")
+    run = time_skipping_env.client.get_workflow_handle(task_id)
+    history = await run.fetch_history()  # the server asked Temporal to cancel the run, not just answered "canceled"
+    assert any(e.HasField("workflow_execution_cancel_requested_event_attributes") for e in history.events)
+    await run.terminate("test cleanup")
 
 
 async def test_temporal_failing_to_start_a_run_is_a_json_rpc_internal_error(time_skipping_env, monkeypatch):

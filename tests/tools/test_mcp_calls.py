@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 
 import httpx2
 import pytest
@@ -18,7 +17,9 @@ from activities.mcp import McpPool, McpServerExited, McpUnavailable
 from activities.tool_activities import ToolActivities
 from activities.tools.registry import ToolRegistry
 from contracts.agent import AgentSpec, McpHttpServer
+from contracts.messages import ToolResult
 from contracts.tools import ToolSpec
+from workers.dev_server import free_port
 from workers.worker import default_registry
 
 
@@ -56,22 +57,28 @@ async def test_is_error_result_reaches_the_model_as_a_tool_error(tool_activities
     assert error.startswith("McpToolError: ") and error.endswith("refused: no quota")
 
 
+def _server_pid(result: ToolResult) -> int:
+    """The process id the demo server's `pid` tool answered: a live process that is not this one."""
+    assert not result.is_error, result.content
+    pid = int(result.content)
+    assert pid != os.getpid() and _pid_alive(pid)
+    return pid
+
+
 async def test_stdio_server_process_is_reused_across_calls(tool_activities):
     tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
-    first = await call(tool_activities, tools["pid"])
-    second = await call(tool_activities, tools["pid"])
-    assert first.content == second.content
+    first = _server_pid(await call(tool_activities, tools["pid"]))
+    second = _server_pid(await call(tool_activities, tools["pid"]))
+    assert first == second
 
 
 async def test_crashed_stdio_server_is_restarted_on_the_next_call(tool_activities):
     tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
-    before = await call(tool_activities, tools["pid"])
+    before = _server_pid(await call(tool_activities, tools["pid"]))
     crashed = await call(tool_activities, tools["crash"])
-    after = await call(tool_activities, tools["pid"])
     assert crashed.is_error
     assert "closed the connection while running 'crash'" in json.loads(crashed.content)["error"]
-    assert not after.is_error
-    assert after.content != before.content
+    assert _server_pid(await call(tool_activities, tools["pid"])) != before
 
 
 async def test_read_only_tool_that_crashed_its_server_is_called_once_more(tool_activities, tmp_path):
@@ -105,9 +112,7 @@ async def test_closing_the_tool_activities_stops_stdio_servers():
 
 
 async def test_unreachable_http_server_is_left_to_temporal_to_retry(tool_activities):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again before the call: nothing listens there
+    port = free_port()  # bound and closed again: nothing listens there
     server = McpHttpServer(name="down", url=f"http://127.0.0.1:{port}/mcp")
     with pytest.raises(ApplicationError) as caught:
         await call(tool_activities, ToolSpec(name="add", kind="mcp", server=server), {"a": 1, "b": 2})
@@ -151,18 +156,17 @@ async def test_transport_error_after_the_request_was_sent_is_not_retried_for_a_s
     assert connection.calls == 1
 
 
-async def test_transport_error_after_the_request_was_sent_is_raised_as_server_exited():
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        pytest.param(httpx2.RemoteProtocolError("peer closed connection"), McpServerExited, id="after-the-request-was-sent-server-exited"),
+        pytest.param(httpx2.ConnectError("refused"), McpUnavailable, id="before-the-request-was-sent-left-to-temporal-to-retry"),
+    ],
+)
+async def test_transport_error_is_raised_as_what_it_means_and_drops_the_connection(error: Exception, raised: type[Exception]):
     server = http_demo("http://127.0.0.1:9/mcp")
-    pool = _pool_with(server, _DroppingConnection(httpx2.RemoteProtocolError("peer closed connection")))
-    with pytest.raises(McpServerExited):
-        await pool.call_tool(server, "add", {"a": 1, "b": 2})
-    assert not pool.alive(server)
-
-
-async def test_transport_error_before_the_request_was_sent_is_left_to_temporal_to_retry():
-    server = http_demo("http://127.0.0.1:9/mcp")
-    pool = _pool_with(server, _DroppingConnection(httpx2.ConnectError("refused")))
-    with pytest.raises(McpUnavailable):
+    pool = _pool_with(server, _DroppingConnection(error))
+    with pytest.raises(raised):
         await pool.call_tool(server, "add", {"a": 1, "b": 2})
     assert not pool.alive(server)
 

@@ -77,46 +77,34 @@ async def test_mcp_tool_whose_safe_name_is_a_worker_tool_is_prefixed():
     assert (tools["demo__kb_search"].kind, tools["demo__kb_search"].remote_name) == ("mcp", "kb.search")
 
 
-async def test_prefixed_name_that_is_a_worker_tool_fails_clearly():
-    @tool(name="demo__add")
-    def prefixed(a: int) -> int:
-        """A worker tool (not one of the agent's) whose name is what the prefixing rule produces."""
-        return a
+@tool(name="demo__add")
+def prefixed_add(a: int) -> int:
+    """A worker tool whose name is what the prefixing rule produces for the server's `add`."""
+    return a
 
-    @tool(name="add")
-    def add(a: int) -> int:
-        """Takes the name `add`, so the server's `add` is prefixed."""
-        return a
 
-    activities = ToolActivities(ToolRegistry([prefixed, add]))
+@tool(name="add")
+def add(a: int) -> int:
+    """Takes the name `add`, so the server's `add` is prefixed."""
+    return a
+
+
+@pytest.mark.parametrize(
+    ("agent_tools", "source"),
+    [
+        pytest.param([], "a tool this worker registers", id="a-worker-tool-not-the-agents"),
+        pytest.param(["demo__add"], "the agent's `tools`", id="one-of-the-agents-tools"),
+    ],
+)
+async def test_prefixed_name_that_is_already_taken_fails_clearly_naming_both_sources(agent_tools: list[str], source: str):
+    activities = ToolActivities(ToolRegistry([prefixed_add, add]))
     try:
         with pytest.raises(ApplicationError) as caught:
-            await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["add"])]))
+            await describe(activities, AgentSpec(name="a", tools=agent_tools, mcp_servers=[stdio_demo(tools=["add"])]))
     finally:
         await activities.aclose()
     assert caught.value.non_retryable
-    assert "'demo__add' comes from a tool this worker registers and MCP server 'demo' (tool 'add')" in caught.value.message
-
-
-async def test_names_still_ambiguous_after_prefixing_fail_clearly():
-    @tool(name="demo__add")
-    def prefixed(a: int) -> int:
-        """A tool whose name is what the prefixing rule produces."""
-        return a
-
-    @tool(name="add")
-    def add(a: int) -> int:
-        """Takes the name `add`, so the server's `add` is prefixed."""
-        return a
-
-    activities = ToolActivities(ToolRegistry([prefixed, add]))
-    try:
-        with pytest.raises(ApplicationError) as caught:
-            await describe(activities, AgentSpec(name="a", tools=["demo__add"], mcp_servers=[stdio_demo(tools=["add"])]))
-    finally:
-        await activities.aclose()
-    assert caught.value.non_retryable
-    assert "'demo__add' comes from the agent's `tools` and MCP server 'demo' (tool 'add')" in caught.value.message
+    assert f"'demo__add' comes from {source} and MCP server 'demo' (tool 'add')" in caught.value.message
 
 
 async def test_server_command_that_does_not_exist_fails_with_the_fix(tool_activities):

@@ -8,11 +8,14 @@ import pytest
 from mcp_test_servers import http_demo, stdio_demo
 from support.repo_paths import AGENTS_DIR
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
 from client.api import StalwartClient
 from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from contracts.activities import DescribeToolsResult
 from contracts.converter import DATA_CONVERTER
+from contracts.names import DESCRIBE_TOOLS_ACTIVITY
 from workers.worker import build_worker
 from workflows import AgentWorkflow
 
@@ -51,9 +54,33 @@ async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
         mcp_servers=[http_demo(http_mcp_url, headers={"X-Token": "${STALWART_TEST_MCP_TOKEN}"})],
         scripted=[_calls(("header", {"name": "x-token"})), ScriptedReply(text="done")],
     )
-    result = await _run(time_skipping_env, task_queue, agent)
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await StalwartClient(time_skipping_env.client, task_queue=task_queue).start(agent, "go")
+        result = await handle.result()
     assert _tool_steps(result)[0].result == "s3cret"
-    assert "s3cret" not in agent.model_dump_json()  # the secret never enters the run's input or history
+    # The worker fills the header in from its environment: everywhere the header is recorded (the run's
+    # input, the inputs of its activities, the tool list describe_tools returned) holds only the template.
+    template = {"X-Token": "${STALWART_TEST_MCP_TOKEN}"}
+    run_input = await handle.run_input()
+    assert run_input.agent.mcp_servers[0].headers == template
+    assert "s3cret" not in run_input.model_dump_json()
+    history = await handle.history()
+    scheduled = {
+        e.event_id: e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    assert scheduled and all(b"s3cret" not in p.data for a in scheduled.values() for p in a.input.payloads)
+    described = [
+        DATA_CONVERTER.payload_converter.from_payloads(list(e.activity_task_completed_event_attributes.result.payloads), [DescribeToolsResult])[0]
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and scheduled[e.activity_task_completed_event_attributes.scheduled_event_id].activity_type.name == DESCRIBE_TOOLS_ACTIVITY
+    ]
+    assert len(described) == 1
+    header_tool = next(t for t in described[0].tools if t.name == "header")
+    assert header_tool.server is not None and header_tool.server.headers == template
+    assert "s3cret" not in described[0].model_dump_json()
 
 
 async def test_mcp_tool_error_is_fed_back_and_the_run_goes_on(time_skipping_env, task_queue):
