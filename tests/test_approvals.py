@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -115,3 +116,45 @@ async def test_agent_file_can_require_approval_for_a_tool_not_marked_in_code(sta
         result = await handle.result()
     assert pending[0].tool_name == "calculator"
     assert result.steps[2].result == "2"
+
+
+def paying(*amounts_by_turn: tuple[int, ...]) -> AgentSpec:
+    """A banker whose every transfer call has the id `pay`, one turn per tuple of amounts."""
+    turns = [
+        ScriptedReply(tool_calls=[ScriptedToolCall(name="transfer_money", arguments={"amount": a}, id="pay") for a in amounts])
+        for amounts in amounts_by_turn
+    ]
+    return AgentSpec(name="banker", tools=["transfer_money"], scripted=[*turns, ScriptedReply(text="Finished.")])
+
+
+async def _until_pending_amount(handle, amount: int) -> None:
+    """Until a call moving `amount` waits for approval, or the run has ended (so a call that ran unapproved fails the test)."""
+    while not any(p.arguments == {"amount": amount} for p in await handle.pending_approvals()):
+        if (await handle.state()).status not in ("running", "awaiting_approval"):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_an_approval_is_spent_on_its_call_and_a_later_call_with_the_same_id_waits_again(stalwart, worker_with):
+    transfers.clear()
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(paying((100,), (200,)), "pay twice")
+        await _until_pending_amount(handle, 100)
+        await handle.approve("pay")
+        await _until_pending_amount(handle, 200)
+        await handle.reject("pay", reason="once is enough")
+        result = await handle.result()
+    assert transfers == [100]
+    assert json.loads(result.steps[4].error)["error"] == "Rejected by a reviewer: once is enough"
+
+
+async def test_a_second_call_with_the_id_of_a_waiting_one_is_not_run(stalwart, worker_with):
+    transfers.clear()
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(paying((1, 2)), "pay both")
+        await _until_pending_amount(handle, 1)
+        await handle.approve("pay")
+        result = await handle.result()
+    assert transfers == [1]
+    assert (result.steps[2].result, result.stop_reason) == ("transferred $1", "done")
+    assert "another call with id 'pay' is already waiting for approval" in result.steps[3].error

@@ -324,6 +324,8 @@ class AgentWorkflow:
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:
         """Hold the call until a person approves or rejects it, or the approval timeout rejects it; None means approved."""
+        if call.id in self._pending:  # a person approves a call by its id, so two waiting at once must differ
+            return f"Not run: another call with id {call.id!r} is already waiting for approval; give each tool call its own id"
         timeout = self._agent.approval_timeout_seconds
         now = workflow.now()
         self._pending[call.id] = PendingApproval(
@@ -342,7 +344,7 @@ class AgentWorkflow:
                 timeout=timedelta(seconds=timeout),
                 timeout_summary=f"approval of {call.name} · {call.id}",
             )
-            approved, decision = self._decisions[call.id]
+            approved, decision = self._decisions.pop(call.id)  # consumed: a later call reusing the id waits anew
             refusal = None if approved else f"Rejected by {decision.reviewer or 'a reviewer'}: {decision.reason or 'no reason given'}"
         except asyncio.TimeoutError:
             refusal = f"Rejected: nobody approved this call within {timeout:g} seconds"
