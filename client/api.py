@@ -43,6 +43,10 @@ class RunSummary(BaseModel):
     temporal_status: str | None
 
 
+class RunWithoutResult(RuntimeError):
+    """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
+
+
 class RunHandle:
     """A run that was started, running or finished."""
 
@@ -94,7 +98,7 @@ class RunHandle:
         if description.status == WorkflowExecutionStatus.RUNNING:
             return None
         if description.status != WorkflowExecutionStatus.COMPLETED:
-            raise RuntimeError(
+            raise RunWithoutResult(
                 f"run {self.run_id} ended {description.status.name.lower() if description.status else 'unknown'} "
                 f"without a result; `temporal workflow show -w {self.run_id}` shows why"
             )

@@ -13,14 +13,14 @@ import sys
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.providers.choice import choose_model
 from client.agent_files import AgentFileError, load_agent
-from client.api import RunHandle, StalwartClient
+from client.api import RunHandle, RunWithoutResult, StalwartClient
 from client.stream import AnswerDelta
 from client.connection import connect, default_address, default_namespace
 from client import render
@@ -52,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except RunWithoutResult as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
     except ConnectionError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -187,22 +190,24 @@ async def _run(args: argparse.Namespace) -> int:
         if args.dev and spec.model != choice.model:  # the embedded worker shares this environment's keys
             spec = spec.model_copy(update={"model": choice.model})
         handle = await stalwart.start(spec, args.goal, inputs=inputs)
-        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({choice.reason})")
-        print(f"Temporal UI: {handle.ui_url}", flush=True)
+        progress = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the result's JSON alone
+        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({choice.reason})", file=progress)
+        print(f"Temporal UI: {handle.ui_url}", file=progress, flush=True)
         if args.no_follow:
             print(handle.run_id)
             return EXIT_OK
-        approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all))
-        try:
-            return await _follow(handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev)
-        finally:
-            approvals.cancel()
+        approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all, out=progress))
+        return await _follow(handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=approvals)
 
 
-async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool = False) -> int:
-    if not as_json:
-        await _print_live(handle)
-    result = await handle.result()
+async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]) -> int:
+    """Print the run as it goes, then its result; `approvals` (its approval handling) stops once the run has ended."""
+    try:
+        if not as_json:
+            await _print_live(handle)
+        result = await handle.result()
+    finally:
+        approvals.cancel()
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
@@ -238,19 +243,19 @@ async def _print_live(handle: RunHandle) -> None:
     line.close()
 
 
-async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:
+async def _handle_approvals(handle: RunHandle, *, approve_all: bool, out: TextIO) -> None:
     """While a run is followed, answer its approval requests: all, by asking on a terminal, or by saying how."""
-    announced: set[str] = set()
+    announced: set[tuple[int, str]] = set()  # by step too: a later call may reuse an id
     while True:
         for pending in await handle.pending_approvals():
-            if pending.call_id in announced:
+            if (pending.step, pending.call_id) in announced:
                 continue
-            announced.add(pending.call_id)
+            announced.add((pending.step, pending.call_id))
             call = f"{pending.tool_name}({json.dumps(pending.arguments)})"
-            print(f"    approval needed for {call} · call {pending.call_id}", flush=True)
+            print(f"    approval needed for {call} · call {pending.call_id}", file=out, flush=True)
             if approve_all:
                 await handle.approve(pending.call_id, reviewer="stalwart run --approve-all")
-                print("    approved (--approve-all)", flush=True)
+                print("    approved (--approve-all)", file=out, flush=True)
             elif sys.stdin.isatty():
                 answer = await asyncio.to_thread(input, "  approve? [y/N] ")
                 if answer.strip().lower() in ("y", "yes"):
@@ -262,6 +267,7 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool) -> None:
                     f"    decide with `stalwart approve {handle.run_id} {pending.call_id}` or "
                     f"`stalwart reject {handle.run_id} {pending.call_id} --reason ...`; "
                     f"unanswered, it is rejected at {pending.expires_at:%Y-%m-%d %H:%M:%S} UTC",
+                    file=out,
                     flush=True,
                 )
         await asyncio.sleep(0.3)

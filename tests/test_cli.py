@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -61,6 +62,27 @@ def test_run_dev_runs_the_example_agent_to_its_answer_and_prints_the_ui_link(tmp
     assert "stop reason: done" in result.stdout
     assert f"Temporal UI: http://localhost:{ui_port}/namespaces/default/workflows/calculator-" in result.stdout
     assert (tmp_path / "temporal.db").exists()
+
+
+def test_run_json_prints_only_the_result_as_json_on_stdout(tmp_path):
+    port, ui_port = free_port(), free_port()
+    result = stalwart(
+        "run", "--dev", "--json", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path),
+        "agents/calculator.toml", "What is (17 * 23) + 4?",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["stop_reason"] == "done"
+    assert "Temporal UI:" in result.stderr
+
+
+@pytest.mark.slow
+async def test_show_of_a_terminated_run_says_it_has_no_result_without_a_traceback(dev_env, task_queue):
+    handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(AGENTS_DIR / "calculator.toml", "2+2?")
+    await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="test")
+    show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=dev_env.address)
+    assert show.returncode == 1
+    assert show.stderr.startswith(f"error: run {handle.run_id} ended terminated without a result")
+    assert "Traceback" not in show.stderr
 
 
 @pytest.mark.slow
