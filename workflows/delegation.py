@@ -26,7 +26,7 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from activities.a2a import policy
     from contracts import names
-    from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
+    from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
     from contracts.agent import AgentSpec, Budgets, SubAgent
     from contracts.messages import ToolCall, ToolResult, Usage
     from contracts.run import AgentResult, RunInput
@@ -249,16 +249,7 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
     try:
         # No timeout of the parent's remaining time: it would fall due with the parent's deadline and,
         # firing first, read as a failure the model is asked about. The parent's deadline cancels this.
-        answer = await workflow.execute_activity(
-            policy.A2A_DELEGATE,
-            request,
-            result_type=A2ADelegateResult,
-            start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
-            schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
-            heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
-            retry_policy=policy.DELEGATE_RETRY,
-            summary=f"delegate to {sub.name} · {url}"[:200],
-        )
+        answer = await policy.delegate(request, summary=f"delegate to {sub.name} · {url}"[:200])
     except ActivityError as err:
         return _failed(call, f"remote agent {sub.name} ({url}): {message_unless_cancelled(err)}")
     content = answer.text
@@ -272,12 +263,8 @@ async def _with_card(spec: ToolSpec) -> ToolSpec:
     if sub is None or sub.url is None or sub.description:
         return spec
     try:
-        card = await workflow.execute_activity(
-            policy.A2A_DESCRIBE,
+        card = await policy.describe(
             A2ADescribeRequest(url=sub.url, auth_token_env=sub.auth_token_env),
-            result_type=A2AAgentCard,
-            start_to_close_timeout=policy.DESCRIBE_START_TO_CLOSE,
-            retry_policy=policy.DESCRIBE_RETRY,
             summary=f"read the A2A card of {sub.name} · {sub.url}"[:200],
         )
     except ActivityError as err:

@@ -1,20 +1,9 @@
-"""How a workflow should schedule the A2A activities: names, timeouts and retry policies.
+"""How a workflow schedules the A2A activities: names, timeouts, retry policies, and `delegate`/`describe`, which
+schedule them with these, from workflow code only.
 
-Workflow code imports this module, so it holds constants only (no I/O
-imports). Every policy is bounded; errors that a retry cannot fix are listed
-as non-retryable, so they come back at once as `Delegation failed: ...`.
-
-In a workflow::
-
-    result = await workflow.execute_activity(
-        policy.A2A_DELEGATE,
-        A2ADelegateRequest(url=url, task=task, idempotency_key=f"{workflow_id}/{step}/{call_id}"),
-        result_type=A2ADelegateResult,
-        start_to_close_timeout=policy.DELEGATE_START_TO_CLOSE,
-        schedule_to_close_timeout=policy.DELEGATE_SCHEDULE_TO_CLOSE,
-        heartbeat_timeout=policy.DELEGATE_HEARTBEAT,
-        retry_policy=policy.DELEGATE_RETRY,
-    )
+Workflow code imports this module, so it imports no I/O library. Every policy
+is bounded; errors that a retry cannot fix are listed as non-retryable, so
+they come back at once as `Delegation failed: ...`.
 
 An attempt that times out or dies resumes following the same remote task
 (its id is in the last heartbeat), so a retry does not send the task twice.
@@ -24,6 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from activities.a2a.errors import (
@@ -32,6 +22,7 @@ from activities.a2a.errors import (
     A2ATaskError,
     A2AUnavailableError,
 )
+from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
 
 A2A_DELEGATE = "a2a_delegate"
 """Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""
@@ -72,3 +63,29 @@ DELEGATE_RETRY = RetryPolicy(
     maximum_attempts=8,
     non_retryable_error_types=NON_RETRYABLE_ERRORS,
 )
+
+
+async def delegate(request: A2ADelegateRequest, *, summary: str | None = None) -> A2ADelegateResult:
+    """Run `a2a_delegate` with the policy above; call from a workflow."""
+    return await workflow.execute_activity(
+        A2A_DELEGATE,
+        request,
+        result_type=A2ADelegateResult,
+        start_to_close_timeout=DELEGATE_START_TO_CLOSE,
+        schedule_to_close_timeout=DELEGATE_SCHEDULE_TO_CLOSE,
+        heartbeat_timeout=DELEGATE_HEARTBEAT,
+        retry_policy=DELEGATE_RETRY,
+        summary=summary,
+    )
+
+
+async def describe(request: A2ADescribeRequest, *, summary: str | None = None) -> A2AAgentCard:
+    """Run `a2a_describe` with the policy above; call from a workflow."""
+    return await workflow.execute_activity(
+        A2A_DESCRIBE,
+        request,
+        result_type=A2AAgentCard,
+        start_to_close_timeout=DESCRIBE_START_TO_CLOSE,
+        retry_policy=DESCRIBE_RETRY,
+        summary=summary,
+    )
