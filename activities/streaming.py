@@ -4,8 +4,8 @@ Why heartbeats: they carry the text to any client (which reads the pending
 activity with DescribeWorkflowExecution) without adding a single history
 event, the client compares a retried attempt's text with what it already
 printed so nothing is repeated (`client/stream.py`), and they double as the
-liveness signal the heartbeat timeout needs. The SDK throttles heartbeats; a worker meant to
-stream passes `max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE`.
+liveness signal the heartbeat timeout needs. The SDK throttles heartbeats;
+`build_worker` sets `max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE` so text arrives promptly.
 """
 
 from __future__ import annotations

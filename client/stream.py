@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
-from temporalio.converter import DataConverter
 
 from contracts.converter import DATA_CONVERTER
 from contracts.names import MODEL_ACTIVITY
@@ -74,7 +73,6 @@ async def stream_answer(
     handle: WorkflowHandle[Any, Any],
     *,
     poll_interval: float = 0.1,
-    data_converter: DataConverter = DATA_CONVERTER,
     live_state: Callable[[], Awaitable[RunState]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Yield the answer's text as it is generated, until the run ends.
@@ -93,7 +91,7 @@ async def stream_answer(
         for pending in description.raw_description.pending_activities:
             if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
                 continue
-            [progress] = await data_converter.decode(pending.heartbeat_details.payloads, [StreamProgress])
+            [progress] = await DATA_CONVERTER.decode(pending.heartbeat_details.payloads, [StreamProgress])
             live[progress.step] = progress
         for step, progress in sorted(live.items()):
             if step not in settled:

@@ -38,9 +38,10 @@ def build_worker(
     *,
     registry: ToolRegistry | None = None,
     task_queue: str = TASK_QUEUE,
+    models: ModelActivities | None = None,
     **worker_options: Any,
 ) -> Worker:
-    """A worker that runs agents on `task_queue` with the tools of `registry`.
+    """A worker that runs agents on `task_queue` with the tools of `registry` (and the model activity `models`).
 
     Its MCP connections and model SDK clients live as long as the worker runs:
     they close (stopping stdio servers) when it shuts down, through the worker
@@ -50,7 +51,7 @@ def build_worker(
     """
     worker_options.setdefault("max_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     tools = ToolActivities(registry or default_registry())
-    models = ModelActivities()
+    models = models or ModelActivities()
     return Worker(
         client,
         task_queue=task_queue,

@@ -9,7 +9,6 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.streaming import HEARTBEAT_THROTTLE
 from contracts import AgentSpec
 from contracts.names import WORKFLOW_TYPE
 from contracts.run import AgentResult, RunInput
@@ -85,12 +84,7 @@ async def start_run(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec,
     )
 
 
-def streaming_worker(env: WorkflowEnvironment, task_queue: str) -> Any:
-    """A worker whose heartbeats (which carry the live answer) reach the server every HEARTBEAT_THROTTLE."""
-    return build_worker(env.client, task_queue=task_queue, max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE)
-
-
 async def run_agent(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str = "What is 17*23+4?") -> AgentResult:
-    async with streaming_worker(env, task_queue):
+    async with build_worker(env.client, task_queue=task_queue):
         handle = await start_run(env, task_queue, agent, goal)
         return await handle.result()

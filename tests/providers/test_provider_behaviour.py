@@ -10,7 +10,8 @@ import pytest
 from client.api import StalwartClient
 from client.stream import AnswerDelta, AnswerRetracted, stream_answer
 from contracts.messages import Usage
-from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
+from flavors import Flavor, agent_for, run_agent, start_run
+from workers.worker import build_worker
 from wire_server.script import Broken, Call, Cut, Fail, Freeze, Reply, Stall
 
 CALC = Call("calculator", {"expression": "17*23+4"})
@@ -145,7 +146,7 @@ async def test_usage_is_summed_and_priced(time_skipping_env, task_queue, wire, f
 
 async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(calls=(CALC,)), Reply(text=ANSWER))
-    async with streaming_worker(time_skipping_env, task_queue):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
         await handle.result()
         history = (await handle.fetch_history()).to_json()
@@ -158,7 +159,7 @@ async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, w
 async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(calls=(CALC,)), Reply(text=LONG_ANSWER, pause=0.1))
     stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
-    async with streaming_worker(time_skipping_env, task_queue):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         run = await stalwart.start(agent_for(flavor, script), "What is 17*23+4?")
         events = [event async for event in run.stream(poll_interval=0.05)]
         result = await run.result()
@@ -171,7 +172,7 @@ async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env
 
 async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Cut(Reply(text=LONG_ANSWER, pause=0.1), events=10), Reply(text=LONG_ANSWER, pause=0.05))
-    async with streaming_worker(time_skipping_env, task_queue):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Explain 17*23+4.")
         events = [event async for event in stream_answer(handle, poll_interval=0.05)]
     assert len(script.requests) == 2
@@ -181,7 +182,7 @@ async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_e
 
 async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.1), Reply(text=ANSWER, pause=0.1))
-    async with streaming_worker(time_skipping_env, task_queue):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
         events = [event async for event in stream_answer(handle, poll_interval=0.05)]
     shown: dict[int, str] = {}
@@ -194,7 +195,7 @@ async def test_streaming_adds_no_history_events(time_skipping_env, task_queue, w
     async def events_of_run(answer: str, queue: str) -> tuple[int, int]:
         """The run's history events, and how many pieces of the answer the client saw."""
         script = wire.script(Reply(calls=(CALC,)), Reply(text=answer, pause=0.02))
-        async with streaming_worker(time_skipping_env, queue):
+        async with build_worker(time_skipping_env.client, task_queue=queue):
             handle = await start_run(time_skipping_env, queue, agent_for(flavor, script), "What is 17*23+4?")
             deltas = [e async for e in stream_answer(handle, poll_interval=0.05) if isinstance(e, AnswerDelta)]
             return len((await handle.fetch_history()).events), len(deltas)

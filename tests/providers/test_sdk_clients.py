@@ -3,32 +3,18 @@
 from __future__ import annotations
 
 import openai
-from temporalio.worker import Worker
 
 from activities.model_activity import ModelActivities
 from activities.providers.clients import SdkClients
-from activities.tool_activities import ToolActivities
 from flavors import Flavor, agent_for, start_run
 from wire_server.script import Call, Reply
-from workers.worker import default_registry
-from workflows import AgentWorkflow
-
-
-def _worker(env, task_queue: str, models: ModelActivities) -> Worker:
-    tools = ToolActivities(default_registry())
-    return Worker(
-        env.client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=[models.model_turn, tools.describe_tools, tools.run_tool],
-        plugins=[models.worker_plugin()],
-    )
+from workers.worker import build_worker
 
 
 async def test_model_turns_of_one_worker_share_one_sdk_client(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(calls=(Call("calculator", {"expression": "2+3"}),)), Reply(text="5"))
     models = ModelActivities()
-    async with _worker(time_skipping_env, task_queue, models):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue, models=models):
         result = await (await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "2+3?")).result()
         clients = list(models.clients)
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", "5", 2)
@@ -38,7 +24,7 @@ async def test_model_turns_of_one_worker_share_one_sdk_client(time_skipping_env,
 async def test_stopping_the_worker_closes_its_sdk_clients(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(Reply(text="hello"))
     models = ModelActivities()
-    async with _worker(time_skipping_env, task_queue, models):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue, models=models):
         await (await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "hi")).result()
         [client] = list(models.clients)
         assert not client.is_closed()  # type: ignore[attr-defined]

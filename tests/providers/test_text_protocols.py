@@ -11,7 +11,7 @@ from client.api import StalwartClient
 from client.stream import AnswerDelta, stream_answer
 from contracts import AgentSpec
 from contracts.tools import ToolSpec
-from flavors import Flavor, agent_for, run_agent, start_run, streaming_worker
+from flavors import Flavor, agent_for, run_agent, start_run
 from wire_server.script import Reply
 from workers.worker import build_worker
 from workflows.conversation import FINAL_RESPONSE_PROMPT
@@ -154,7 +154,7 @@ async def test_json_protocol_streams_only_the_final_answer(time_skipping_env, ta
     action = '{"tool": "calculator", "arguments": {"expression": "17*23+4"}}'
     answer = "Seventeen times twenty-three plus four is three hundred and ninety-five."
     script = wire.script(Reply(text=action, pause=0.05), Reply(text="{}", pause=0.05), Reply(text=answer, pause=0.1))
-    async with streaming_worker(time_skipping_env, task_queue):
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, action_format="json"), "What is 17*23+4?")
         events = [event async for event in stream_answer(handle, poll_interval=0.05)]
     assert events and all(isinstance(e, AnswerDelta) and e.step == 3 for e in events)
