@@ -16,7 +16,7 @@ from bench import baselines, tools
 from client.api import StalwartClient
 from contracts.agent import AgentSpec
 from contracts.run import AgentResult
-from workers.dev_server import DevServer, free_port
+from workers.dev_server import DevServer
 from workers.worker import build_worker, default_registry
 
 OUR_QUEUE = "bench-ours"
@@ -36,7 +36,7 @@ class Run:
 @asynccontextmanager
 async def bench_server() -> AsyncIterator[StalwartClient]:
     """An in-memory, headless dev server on a free port, with both workers polling it."""
-    async with DevServer(port=free_port(), ui_port=None) as server:
+    async with DevServer(port=None, ui_port=None) as server:
         stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
         registry = default_registry()
         registry.register_module(tools)

