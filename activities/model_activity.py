@@ -11,17 +11,15 @@ from datetime import timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
-from temporalio.plugin import SimplePlugin
 
-from activities import pricing, protocols, providers
-from activities.providers.base import ModelError
-from activities.providers.buffered import as_streaming
-from activities.providers.clients import SdkClients
-from activities.streaming import AnswerPublisher, keepalive
-from activities.worker_resources import closed_when_worker_stops
-from contracts.activities import ModelContext, ModelRequest
-from contracts.messages import AssistantTurn
-from contracts.names import MODEL_ACTIVITY
+from stalwart.activities import pricing, protocols, providers
+from stalwart.activities.providers.base import ModelError
+from stalwart.activities.providers.buffered import as_streaming
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.streaming import AnswerPublisher, keepalive
+from stalwart.contracts.activities import ModelContext, ModelRequest
+from stalwart.contracts.messages import AssistantTurn
+from stalwart.contracts.names import MODEL_ACTIVITY
 
 
 class ModelActivities:
@@ -29,10 +27,6 @@ class ModelActivities:
 
     def __init__(self) -> None:
         self.clients = SdkClients()
-
-    def worker_plugin(self) -> SimplePlugin:
-        """Closes this worker's SDK clients, and their connections, when the worker stops."""
-        return closed_when_worker_stops("stalwart.models", self.clients.aclose)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:
@@ -44,14 +38,18 @@ class ModelActivities:
         """
         info = activity.info()
         if info.workflow_id is None:
-            raise ApplicationError("model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True)
+            raise ApplicationError(
+                "model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True
+            )
         handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
         context = await handle.query("model_context", request, result_type=ModelContext)
         context = context.model_copy(update={"agent": providers.effective(context.agent)})
         publisher = AnswerPublisher(request.step, activity.heartbeat)
         try:
             price = pricing.price_for(context.agent)
-            provider = protocols.wrap(as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format)
+            provider = protocols.wrap(
+                as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format
+            )
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
             publisher.flush_if_shown_differs()

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.providers.base import ModelConfigError
-from contracts.agent import AgentSpec
-from contracts.messages import Usage
+from stalwart.activities.providers.base import ModelConfigError
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import Usage
 
 PRICES_ENV = "STALWART_PRICES"
 SELF_HOSTED = ("openai-compatible", "ollama", "scripted")
@@ -85,8 +85,8 @@ def load_prices(path: str | Path) -> None:
 
 
 def price_of(model: str) -> Price | None:
-    """The price of `provider:model`: its own entry, else its alias's (`openai-responses:` -> `openai:`), else the base entry of
-    a dated name (`claude-haiku-4-5-20251001`, `gpt-4.1-2025-04-14`)."""
+    """The price of `provider:model`: its own entry, else its alias's (`openai-responses:` -> `openai:`), else the
+    base entry of a dated name (`claude-haiku-4-5-20251001`, `gpt-4.1-2025-04-14`)."""
     _load_env_file()
     provider, _, name = model.partition(":")
     alias = f"{_ALIASES.get(provider, provider)}:{name}" if name else provider

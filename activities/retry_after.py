@@ -12,7 +12,8 @@ from email.utils import parsedate_to_datetime
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `retry-after` in seconds or as an HTTP date; None when absent, past or unreadable."""
+    """Seconds to wait from `retry-after-ms`, or `retry-after` in seconds or as an HTTP date;
+    None when absent, past or unreadable."""
     millis = headers.get("retry-after-ms")
     if millis:
         try:

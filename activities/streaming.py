@@ -16,8 +16,8 @@ from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Protocol
 
-from activities.heartbeats import heartbeating
-from contracts.stream import StreamProgress
+from stalwart.activities.heartbeats import heartbeating
+from stalwart.contracts.stream import StreamProgress
 
 HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
 """Pass as the worker's `max_heartbeat_throttle_interval`: how often live text reaches the server."""

@@ -17,10 +17,9 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
-from temporalio.plugin import SimplePlugin
 
-from activities.heartbeats import heartbeating
-from activities.mcp import (
+from stalwart.activities.heartbeats import heartbeating
+from stalwart.activities.mcp import (
     McpConfigError,
     McpPool,
     McpServerExited,
@@ -29,22 +28,23 @@ from activities.mcp import (
     catalog,
     render,
 )
-from activities.tools.registry import (
+from stalwart.activities.tools.registry import (
     RetryableToolError,
     ToolArgumentsError,
     ToolContext,
     ToolRegistry,
     render_result,
 )
-from activities.worker_resources import closed_when_worker_stops
-from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
-from contracts.agent import AgentSpec
-from contracts.messages import TOOL_ERROR_HINT, ToolResult
-from contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
-from contracts.tools import ToolSpec
+from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import TOOL_ERROR_HINT, ToolResult
+from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
+from stalwart.contracts.tools import ToolSpec
 
 HEARTBEAT_EVERY_SECONDS = 2.0
-MISSING_INPUT_HINT = "This tool needs a value the user gives when starting the run; tell the user which input is missing."
+MISSING_INPUT_HINT = (
+    "This tool needs a value the user gives when starting the run; tell the user which input is missing."
+)
 
 
 class BindingError(ValueError):
@@ -58,16 +58,13 @@ class ToolActivities:
         self.registry = registry
         self.mcp = mcp or McpPool()
 
-    def worker_plugin(self) -> SimplePlugin:
-        """Closes this worker's MCP connections (stopping stdio servers) when the worker stops."""
-        return closed_when_worker_stops("stalwart.tools", self.aclose)
-
     async def aclose(self) -> None:
         await self.mcp.aclose()
 
     @activity.defn(name=DESCRIBE_TOOLS_ACTIVITY)
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
-        """The schemas of the agent's tools and its MCP servers' tools, recorded in history so replays see the same list."""
+        """The schemas of the agent's tools and its MCP servers' tools,
+        recorded in history so replays see the same list."""
         agent = request.agent
         missing = [name for name in agent.tools if name not in self.registry]
         if missing:
@@ -94,7 +91,11 @@ class ToolActivities:
         named = self.registry.get(call.name)
         by_kind = self.registry.kind_handler(spec.kind) or (self._call_mcp if spec.kind == "mcp" else None)
         if named is None and by_kind is None:
-            return ToolResult.failure(call, f"No handler registered for tool: {call.name} (kind: {spec.kind})", "Call one of the tools you were given.")
+            return ToolResult.failure(
+                call,
+                f"No handler registered for tool: {call.name} (kind: {spec.kind})",
+                "Call one of the tools you were given.",
+            )
         unbound = sorted({name for name in spec.bindings.values() if name not in request.run_inputs})
         if unbound:
             return ToolResult.failure(
@@ -116,7 +117,7 @@ class ToolActivities:
             return ToolResult.failure(call, f"ToolArgumentsError: {err}")
         except asyncio.CancelledError:
             raise
-        except Exception as err:  # noqa: BLE001 - every tool failure is feedback for the model
+        except Exception as err:
             activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
             return ToolResult.failure(call, f"{type(err).__name__}: {err}", getattr(err, "hint", TOOL_ERROR_HINT))
         return ToolResult(call_id=call.id, name=call.name, content=content)
@@ -125,7 +126,9 @@ class ToolActivities:
         if not agent.mcp_servers:
             return []
         listed = await asyncio.gather(*(self.mcp.list_tools(server) for server in agent.mcp_servers))
-        return catalog.tool_specs(list(zip(agent.mcp_servers, listed)), taken=self.registry.names(), own=agent.tools)
+        return catalog.tool_specs(
+            list(zip(agent.mcp_servers, listed, strict=True)), taken=self.registry.names(), own=agent.tools
+        )
 
     async def _call_mcp(self, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> str:
         if spec.server is None:
@@ -137,7 +140,9 @@ class ToolActivities:
             if spec.side_effecting:
                 raise
             # A read-only tool has no effect to repeat: run it once more, on the restarted server.
-            activity.logger.info("MCP server %r exited during read-only %s; calling it once more", spec.server.name, name)
+            activity.logger.info(
+                "MCP server %r exited during read-only %s; calling it once more", spec.server.name, name
+            )
             result = await self.mcp.call_tool(spec.server, name, arguments)
         if result.is_error:
             raise McpToolError(render(result))
@@ -170,4 +175,3 @@ def _bind(tool: ToolSpec, binding: Mapping[str, str]) -> ToolSpec:
     if "required" in parameters:
         parameters["required"] = [name for name in parameters["required"] if name not in binding]
     return tool.model_copy(update={"parameters": parameters, "bindings": dict(binding)})
-

@@ -1,1 +1,2 @@
-"""Benchmarks of the agent loop against bare Temporal workflows; run them as `python -m bench.<name>` from the repository root."""
+"""Benchmarks of the agent loop against bare Temporal workflows; run them as `python -m bench.<name>` from the
+repository root."""

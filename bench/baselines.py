@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult
+    from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult
 
 TIMEOUT = timedelta(seconds=60)
 
@@ -33,7 +33,8 @@ async def querying_noop() -> None:
 
 @workflow.defn(name="BareSteps")
 class BareStepsWorkflow:
-    """An agent run's shape with nothing in it: one activity, then per turn a model and a tool activity, then a last model activity.
+    """An agent run's shape with nothing in it: one activity, then per turn a model and a tool activity, then a last
+    model activity.
 
     With `query`, the model activities query the workflow like ours does, which isolates what that query costs.
     """
@@ -80,7 +81,9 @@ async def carried_model(request: CarriedModelRequest) -> AssistantTurn:
     made = sum(1 for m in request.messages if m.role == "assistant")
     if made >= request.turns:
         return AssistantTurn(text=f"done after {made} tool calls")
-    return AssistantTurn(tool_calls=[ToolCall(id=f"call_{made + 1}", name="blob", arguments={"size": request.result_bytes})])
+    return AssistantTurn(
+        tool_calls=[ToolCall(id=f"call_{made + 1}", name="blob", arguments={"size": request.result_bytes})]
+    )
 
 
 @activity.defn(name="bench_blob")
@@ -102,7 +105,9 @@ class CarriedConversationWorkflow:
             messages.append(Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
             if not turn.tool_calls:
                 return turn.text
-            result = await workflow.execute_activity(blob_activity, BlobRequest(call=turn.tool_calls[0]), start_to_close_timeout=TIMEOUT)
+            result = await workflow.execute_activity(
+                blob_activity, BlobRequest(call=turn.tool_calls[0]), start_to_close_timeout=TIMEOUT
+            )
             messages.append(Message(role="tool", tool_results=[result]))
 
 

@@ -13,11 +13,11 @@ from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
 from bench import baselines, tools
-from client.api import StalwartClient
-from contracts.agent import AgentSpec
-from contracts.run import AgentResult
-from workers.dev_server import DevServer
-from workers.worker import build_worker, default_registry
+from stalwart.client.api import StalwartClient
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.run import AgentResult
+from stalwart.workers.dev_server import DevServer
+from stalwart.workers.worker import build_worker, default_registry
 
 OUR_QUEUE = "bench-ours"
 BARE_QUEUE = "bench-bare"
@@ -41,7 +41,9 @@ async def bench_server() -> AsyncIterator[StalwartClient]:
         registry = default_registry()
         registry.register_module(tools)
         ours = build_worker(stalwart.temporal, registry=registry, task_queue=OUR_QUEUE)
-        bare = Worker(stalwart.temporal, task_queue=BARE_QUEUE, workflows=baselines.WORKFLOWS, activities=baselines.ACTIVITIES)
+        bare = Worker(
+            stalwart.temporal, task_queue=BARE_QUEUE, workflows=baselines.WORKFLOWS, activities=baselines.ACTIVITIES
+        )
         async with ours, bare:
             yield stalwart
 

@@ -18,8 +18,8 @@ import asyncio
 
 from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
 from bench.harness import Run, bench_server, run_bare, run_ours
-from contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from contracts.messages import Message
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.messages import Message
 
 GOAL = "Fetch the pages one by one, then summarise."
 SUGGEST_CONTINUE_AS_NEW = {"history_bytes": 4 * 1024 * 1024, "events": 4096}
@@ -42,12 +42,13 @@ def per_turn(runs: dict[int, Run]) -> list[str]:
     sizes = sorted(runs)
     return [
         f"{a}->{b}: {(runs[b].history_bytes - runs[a].history_bytes) / (b - a) / 1024:.1f} KB/turn"
-        for a, b in zip(sizes, sizes[1:])
+        for a, b in zip(sizes, sizes[1:], strict=False)
     ]
 
 
 def turns_until(runs: dict[int, Run], limits: dict[str, int]) -> str:
-    """Turns until the history reaches the first of `limits` (bytes or events), extrapolating the last interval linearly."""
+    """Turns until the history reaches the first of `limits` (bytes or events),
+    extrapolating the last interval linearly."""
     sizes = sorted(runs)
     a, b = sizes[-2], sizes[-1]
     reached = {}
@@ -55,7 +56,9 @@ def turns_until(runs: dict[int, Run], limits: dict[str, int]) -> str:
         slope = (getattr(runs[b], measure) - getattr(runs[a], measure)) / (b - a)
         reached[measure] = b + (limit - getattr(runs[b], measure)) / slope
     first = min(reached, key=reached.__getitem__)
-    return f"~{reached[first]:.0f} turns (by {first.replace('history_', '')}; by the other ~{max(reached.values()):.0f})"
+    return (
+        f"~{reached[first]:.0f} turns (by {first.replace('history_', '')}; by the other ~{max(reached.values()):.0f})"
+    )
 
 
 async def main(turn_counts: list[int], result_bytes: int) -> None:
@@ -64,10 +67,15 @@ async def main(turn_counts: list[int], result_bytes: int) -> None:
     async with bench_server() as stalwart:
         for turns in turn_counts:
             ours[turns] = await run_ours(stalwart, blob_agent(turns, result_bytes), GOAL)
-            request = CarriedModelRequest(turns=turns, result_bytes=result_bytes, messages=[Message(role="user", content=GOAL)])
+            request = CarriedModelRequest(
+                turns=turns, result_bytes=result_bytes, messages=[Message(role="user", content=GOAL)]
+            )
             carried[turns] = await run_bare(stalwart, CarriedConversationWorkflow.run, request)
     print(f"history size by tool calls, {result_bytes} B per tool result")
-    print(f"{'turns':>5} {'ours KB':>9} {'events':>6} {'carried KB':>11} {'events':>6} {'carried/ours':>12} {'formula KB':>10}")
+    print(
+        f"{'turns':>5} {'ours KB':>9} {'events':>6} {'carried KB':>11} "
+        f"{'events':>6} {'carried/ours':>12} {'formula KB':>10}"
+    )
     for turns in turn_counts:
         formula = (3.0e3 + 6.2e3 * turns + 1.14e3 * turns**2) / 1024
         print(
@@ -85,7 +93,13 @@ async def main(turn_counts: list[int], result_bytes: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, nargs="+", default=[5, 20, 40], help="tool calls per run, two sizes at least (default 5 20 40)")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        nargs="+",
+        default=[5, 20, 40],
+        help="tool calls per run, two sizes at least (default 5 20 40)",
+    )
     parser.add_argument("--result-bytes", type=int, default=2048, help="size of each tool result (default 2048)")
     args = parser.parse_args()
     if len(set(args.turns)) < 2:

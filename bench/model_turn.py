@@ -29,14 +29,14 @@ from typing import Any
 import anthropic
 import openai
 
-from activities.providers.anthropic import AnthropicProvider
-from activities.providers.calling import Endpoint
-from activities.providers.base import StreamingModelProvider
-from activities.providers.clients import SdkClient, SdkClients
-from activities.providers.openai_chat import OpenAIChatProvider
-from contracts.activities import ModelContext
-from contracts.agent import AgentSpec
-from contracts.messages import Message
+from stalwart.activities.providers.anthropic import AnthropicProvider
+from stalwart.activities.providers.base import StreamingModelProvider
+from stalwart.activities.providers.calling import Endpoint
+from stalwart.activities.providers.clients import SdkClient, SdkClients
+from stalwart.activities.providers.openai_chat import OpenAIChatProvider
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import Message
 from tests.wire_server.script import Reply
 from tests.wire_server.server import WireServer
 
@@ -142,8 +142,12 @@ async def main(turns: int) -> None:
     print(f"{turns} streamed turns of each kind per provider, interleaved; median milliseconds per turn")
     for provider, rows in results.items():
         medians = {kind: statistics.median(seconds) * 1000 for kind, seconds in rows.items()}
-        print(f"{provider:>12}: " + "  ".join(f"{kind} {ms:6.2f} ms" for kind, ms in medians.items())
-              + f"  (ours/bare {medians['ours'] / medians['bare']:.2f}, fresh/bare {medians['fresh'] / medians['bare']:.2f})")
+        print(
+            f"{provider:>12}: "
+            + "  ".join(f"{kind} {ms:6.2f} ms" for kind, ms in medians.items())
+            + f"  (ours/bare {medians['ours'] / medians['bare']:.2f}, "
+            f"fresh/bare {medians['fresh'] / medians['bare']:.2f})"
+        )
     chat = {kind: statistics.median(seconds) for kind, seconds in results["openai chat"].items()}
     print(f"ratio: {chat['ours'] / chat['bare']:.2f}")
 

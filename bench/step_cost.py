@@ -19,12 +19,14 @@ import statistics
 
 from bench.baselines import BareStepsWorkflow
 from bench.harness import Run, bench_server, run_bare, run_ours
-from contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 
 def echo_agent(turns: int) -> AgentSpec:
     # Distinct arguments each turn: identical calls would be answered by the thrash guard without an activity.
-    replies = [ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})]) for n in range(turns)]
+    replies = [
+        ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})]) for n in range(turns)
+    ]
     return AgentSpec(
         name="bench-steps",
         tools=["echo"],

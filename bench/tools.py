@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from activities.tools.registry import tool
 from bench.baselines import blob_text
+from stalwart.activities.tools.registry import tool
 
 
 @tool

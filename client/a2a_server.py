@@ -11,7 +11,7 @@ name: 1.0 (`SendMessage`, `GetTask`, `CancelTask`; card at
 `/.well-known/agent-card.json`) and 0.3 (`message/send`, `tasks/get`,
 `tasks/cancel`; card also at `/.well-known/agent.json`).
 
-Run it: `python -m client.a2a_server agents/researcher.toml --port 9999`.
+Run it: `python -m stalwart.client.a2a_server agents/researcher.toml --port 9999`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.applications import Starlette
@@ -32,10 +32,10 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.api import StalwartClient
-from contracts import names
-from contracts.agent import AgentSpec
-from contracts.run import AgentResult, RunInput
+from stalwart.client.api import StalwartClient
+from stalwart.contracts import names
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.run import AgentResult, RunInput
 
 CONTEXT_INPUT = "a2a_context_id"
 """The run input that keeps the A2A context id, so `tasks/get` can give it back after a restart."""
@@ -68,7 +68,14 @@ class TaskView:
 class A2AAgentServer:
     """One Stalwart agent as an A2A agent; `app()` is the ASGI application."""
 
-    def __init__(self, stalwart: StalwartClient, agent: AgentSpec, *, public_url: str, blocking_wait_seconds: float = BLOCKING_WAIT_SECONDS) -> None:
+    def __init__(
+        self,
+        stalwart: StalwartClient,
+        agent: AgentSpec,
+        *,
+        public_url: str,
+        blocking_wait_seconds: float = BLOCKING_WAIT_SECONDS,
+    ) -> None:
         self.stalwart = stalwart
         self.agent = agent
         self.public_url = public_url.rstrip("/") + "/"
@@ -96,7 +103,13 @@ class A2AAgentServer:
             "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"],
             "skills": [
-                {"id": self.agent.name, "name": self.agent.name, "description": description, "tags": list(self.agent.tools), "examples": []}
+                {
+                    "id": self.agent.name,
+                    "name": self.agent.name,
+                    "description": description,
+                    "tags": list(self.agent.tools),
+                    "examples": [],
+                }
             ],
         }
         if version == "1.0":
@@ -140,7 +153,10 @@ class A2AAgentServer:
     async def _send(self, params: dict[str, Any], version: str) -> dict[str, Any]:
         text, message_id, context_id, task_id = _incoming(params.get("message"), version)
         if task_id is not None:
-            raise RpcError(-32004, f"Unsupported operation: task {task_id} cannot take more input; send a new message without taskId")
+            raise RpcError(
+                -32004,
+                f"Unsupported operation: task {task_id} cannot take more input; send a new message without taskId",
+            )
         context_id = context_id or uuid.uuid4().hex
         run_id = self._run_id(message_id)
         handle = self._handle(run_id)
@@ -154,7 +170,7 @@ class A2AAgentServer:
         if _blocking(params, version):
             try:
                 await asyncio.wait_for(handle.result(), self.blocking_wait_seconds)
-            except Exception:  # noqa: BLE001 - still running or failed: the task view below says which
+            except Exception:
                 pass
         task = _task_json(await self._view(run_id), version)
         return task if version == "0.3" else {"task": task}
@@ -240,7 +256,12 @@ def _ended(task_id: str, context_id: str, result: AgentResult) -> TaskView:
     if result.stop_reason == "cancelled":
         return TaskView(task_id, context_id, "canceled", "the run was cancelled")
     if result.stop_reason in _BUDGET_STOPS:
-        return TaskView(task_id, context_id, "failed", f"the run stopped at its {result.stop_reason} budget: {result.answer}".rstrip(": "))
+        return TaskView(
+            task_id,
+            context_id,
+            "failed",
+            f"the run stopped at its {result.stop_reason} budget: {result.answer}".rstrip(": "),
+        )
     return TaskView(task_id, context_id, "failed", result.error or "the run failed")
 
 
@@ -273,15 +294,24 @@ def _task_id(params: dict[str, Any]) -> str:
 
 
 def _task_json(view: TaskView, version: str) -> dict[str, Any]:
-    now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     state = f"TASK_STATE_{view.state.upper()}" if version == "1.0" else view.state
     status: dict[str, Any] = {"state": state, "timestamp": now}
     task: dict[str, Any] = {"id": view.id, "contextId": view.context_id, "status": status}
     if view.state == "completed":
-        task["artifacts"] = [{"artifactId": f"{view.id}-answer", "name": "answer", "parts": [_part(view.text, version)]}]
+        task["artifacts"] = [
+            {"artifactId": f"{view.id}-answer", "name": "answer", "parts": [_part(view.text, version)]}
+        ]
     elif view.text:
-        message = {"messageId": uuid.uuid4().hex, "taskId": view.id, "contextId": view.context_id, "parts": [_part(view.text, version)]}
-        status["message"] = {**message, "role": "ROLE_AGENT"} if version == "1.0" else {**message, "role": "agent", "kind": "message"}
+        message = {
+            "messageId": uuid.uuid4().hex,
+            "taskId": view.id,
+            "contextId": view.context_id,
+            "parts": [_part(view.text, version)],
+        }
+        status["message"] = (
+            {**message, "role": "ROLE_AGENT"} if version == "1.0" else {**message, "role": "agent", "kind": "message"}
+        )
     return task if version == "1.0" else {**task, "kind": "task"}
 
 
@@ -296,9 +326,11 @@ def _rpc_error(rpc_id: Any, error: RpcError) -> JSONResponse:
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
-    from client.agent_files import load_agent
+    from stalwart.client.agent_files import load_agent
 
-    parser = argparse.ArgumentParser(description="Serve a Stalwart agent over the A2A protocol (JSON-RPC, A2A 1.0 and 0.3).")
+    parser = argparse.ArgumentParser(
+        description="Serve a Stalwart agent over the A2A protocol (JSON-RPC, A2A 1.0 and 0.3)."
+    )
     parser.add_argument("agent_file", help="the agent's TOML file")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
-from contracts.agent import AgentSpec, SubAgent
+from stalwart.contracts.agent import AgentSpec, SubAgent
 
 
 class AgentFileError(ValueError):
@@ -51,7 +51,9 @@ def _agent_files_near(path: Path) -> list[str]:
 def _with_sub_agent_files(spec: AgentSpec, path: Path, chain: tuple[Path, ...]) -> AgentSpec:
     if not spec.sub_agents:
         return spec
-    return spec.model_copy(update={"sub_agents": [_resolve(path, n, sub, chain) for n, sub in enumerate(spec.sub_agents)]})
+    return spec.model_copy(
+        update={"sub_agents": [_resolve(path, n, sub, chain) for n, sub in enumerate(spec.sub_agents)]}
+    )
 
 
 def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubAgent:
@@ -73,7 +75,8 @@ def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubA
         )
     if not target.exists():
         raise AgentFileError(
-            f"{path}: field `{field}.file`: no agent file {target} (a sub-agent's `file` is relative to the file that declares it); "
+            f"{path}: field `{field}.file`: no agent file {target} "
+            "(a sub-agent's `file` is relative to the file that declares it); "
             "fix the path or create the file"
         )
     return sub.model_copy(update={"spec": _load(target, chain)})
@@ -102,7 +105,7 @@ def _describe(source: str, item: Any) -> str:
             fix = "remove it or fix its name"
         return f"{source}: field `{field}` is not an agent setting; {fix}"
     if kind == "missing":
-        return f"{source}: field `{field}` is required; add it, e.g. `{loc[-1]} = \"...\"`"
+        return f'{source}: field `{field}` is required; add it, e.g. `{loc[-1]} = "..."`'
     return f"{source}: field `{field}`: {item['msg']} (got {item.get('input')!r}); fix the value"
 
 

@@ -15,15 +15,15 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from client.agent_files import load_agent
-from client.connection import connect
-from client.stream import StreamEvent, stream_answer
-from contracts import names
-from contracts.converter import DATA_CONVERTER
-from contracts.approvals import ApprovalDecision, PendingApproval
-from contracts.agent import AgentSpec
-from contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord, StopReason
-from workflows import conversation
+from stalwart.client.agent_files import load_agent
+from stalwart.client.connection import connect
+from stalwart.client.stream import StreamEvent, stream_answer
+from stalwart.contracts import names
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord, StopReason
+from stalwart.workflows import conversation
 
 DEFAULT_UI_URL = "http://localhost:8233"
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
@@ -126,7 +126,9 @@ class RunHandle:
 
     async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
         """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""
-        await self._handle.execute_update("approve", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
+        await self._handle.execute_update(
+            "approve", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer)
+        )
 
     async def reject(self, call_id: str, *, reason: str, reviewer: str | None = None) -> None:
         """Refuse a waiting tool call; the model reads `reason` as the call's result."""
@@ -142,7 +144,9 @@ class RunHandle:
 
     def stream(self, poll_interval: float = 0.1) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`)."""
-        return stream_answer(self._handle, poll_interval=poll_interval, live_state=lambda: self._query("state", RunState))
+        return stream_answer(
+            self._handle, poll_interval=poll_interval, live_state=lambda: self._query("state", RunState)
+        )
 
     async def watch(self, poll_interval: float = 0.2) -> AsyncIterator[StepRecord]:
         """Yield each step once it has finished, in log order, until the run ends."""
@@ -172,7 +176,12 @@ class StalwartClient:
 
     @classmethod
     async def connect(
-        cls, address: str | None = None, namespace: str | None = None, *, task_queue: str = names.TASK_QUEUE, ui_url: str | None = None
+        cls,
+        address: str | None = None,
+        namespace: str | None = None,
+        *,
+        task_queue: str = names.TASK_QUEUE,
+        ui_url: str | None = None,
     ) -> StalwartClient:
         return cls(await connect(address, namespace), task_queue=task_queue, ui_url=ui_url)
 
@@ -201,13 +210,17 @@ class StalwartClient:
         )
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
-    async def run(self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None) -> AgentResult:
+    async def run(
+        self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None
+    ) -> AgentResult:
         """Start a run and wait for its result."""
         return await (await self.start(agent, goal, inputs=inputs)).result()
 
     def get(self, run_id: str) -> RunHandle:
         """A handle on an existing run."""
-        return RunHandle(self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url, self.temporal.namespace)
+        return RunHandle(
+            self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url, self.temporal.namespace
+        )
 
     async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
         """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`."""
@@ -234,7 +247,6 @@ class StalwartClient:
         """Runs that wait for approvals, with their pending calls."""
         runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
-
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str | None:

@@ -18,13 +18,13 @@ from typing import Any, TextIO
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.providers.choice import choose_model
-from client.agent_files import AgentFileError, load_agent
-from client.api import RunHandle, RunWithoutResult, StalwartClient
-from client.stream import AnswerDelta
-from client.connection import connect, default_address, default_namespace
-from client import render
-from contracts.names import TASK_QUEUE, WORKFLOW_TYPE
+from stalwart.client import render
+from stalwart.client.agent_files import AgentFileError, load_agent
+from stalwart.client.api import RunHandle, RunWithoutResult, StalwartClient
+from stalwart.client.connection import connect, default_address, default_namespace
+from stalwart.client.stream import AnswerDelta
+from stalwart.contracts.model_choice import choose_model
+from stalwart.contracts.names import TASK_QUEUE, WORKFLOW_TYPE
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -62,7 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err.status == RPCStatusCode.NOT_FOUND:
             print(f"error: {err.message}. `stalwart runs` lists the runs of this namespace.", file=sys.stderr)
         else:
-            print(f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}", file=sys.stderr)
+            print(
+                f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}",
+                file=sys.stderr,
+            )
         return EXIT_RUN_FAILED
     except KeyboardInterrupt:
         return 130
@@ -94,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_versions())
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    def command(name: str, handler, help: str) -> argparse.ArgumentParser:  # type: ignore[no-untyped-def]
+    def command(name: str, handler, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help, description=help)
         sub.set_defaults(handler=handler)
         return sub
@@ -102,13 +105,19 @@ def _parser() -> argparse.ArgumentParser:
     run = command("run", _run, "Start a run of an agent and follow it to its answer.")
     run.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
     run.add_argument("goal", help="what the agent should do")
-    run.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help="a run input for tool bindings (repeatable)")
+    run.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE", help="a run input for tool bindings (repeatable)"
+    )
     run.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server and worker for this run")
-    run.add_argument("--keep", action="store_true", help="with --dev: keep the server and UI up after the run until Ctrl-C")
+    run.add_argument(
+        "--keep", action="store_true", help="with --dev: keep the server and UI up after the run until Ctrl-C"
+    )
     run.add_argument("--no-follow", action="store_true", help="print the run id and return without waiting")
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_argument(
-        "--approve-all", action="store_true", help="approve every tool call that asks for approval (otherwise: ask on a terminal)"
+        "--approve-all",
+        action="store_true",
+        help="approve every tool call that asks for approval (otherwise: ask on a terminal)",
     )
     _dev_options(run)
     _worker_options(run)
@@ -159,21 +168,31 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {default_address()})")
-    parser.add_argument("--namespace", default=None, help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {default_namespace()})")
+    parser.add_argument(
+        "--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {default_address()})"
+    )
+    parser.add_argument(
+        "--namespace", default=None, help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {default_namespace()})"
+    )
     parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
 
 
 def _worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--tools", action="append", default=[], metavar="MODULE", help="import MODULE and register its @tool functions (repeatable)"
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE and register its @tool functions (repeatable)",
     )
 
 
 def _dev_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=7233, help="dev server frontend port (default: 7233)")
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port (default: 8233)")
-    parser.add_argument("--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its SQLite file")
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its SQLite file"
+    )
 
 
 # -- commands ----------------------------------------------------------------
@@ -191,16 +210,24 @@ async def _run(args: argparse.Namespace) -> int:
             spec = spec.model_copy(update={"model": choice.model})
         handle = await stalwart.start(spec, args.goal, inputs=inputs)
         progress = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the result's JSON alone
-        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({choice.reason})", file=progress)
+        # Only the embedded worker shares this shell's keys; a remote worker decides with its own.
+        said = (
+            choice.reason if args.dev else f"guessed from this shell's environment, the worker decides: {choice.reason}"
+        )
+        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({said})", file=progress)
         print(f"Temporal UI: {handle.ui_url}", file=progress, flush=True)
         if args.no_follow:
             print(handle.run_id)
             return EXIT_OK
         approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all, out=progress))
-        return await _follow(handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=approvals)
+        return await _follow(
+            handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=approvals
+        )
 
 
-async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]) -> int:
+async def _follow(
+    handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]
+) -> int:
     """Print the run as it goes, then its result; `approvals` (its approval handling) stops once the run has ended."""
     try:
         if not as_json:
@@ -275,7 +302,11 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool, out: TextIO
 
 async def _pending(args: argparse.Namespace) -> int:
     stalwart = await StalwartClient.connect(args.address, args.namespace)
-    runs = [(args.run_id, await stalwart.get(args.run_id).pending_approvals())] if args.run_id else await stalwart.awaiting_approval()
+    runs = (
+        [(args.run_id, await stalwart.get(args.run_id).pending_approvals())]
+        if args.run_id
+        else await stalwart.awaiting_approval()
+    )
     render.print_pending(runs, sys.stdout)
     return EXIT_OK
 
@@ -297,8 +328,8 @@ async def _decide(args: argparse.Namespace) -> int:
 
 
 async def _worker(args: argparse.Namespace) -> int:
-    from workers.search_attributes import ensure_search_attributes
-    from workers.worker import build_worker, default_registry
+    from stalwart.workers.search_attributes import ensure_search_attributes
+    from stalwart.workers.worker import build_worker, default_registry
 
     registry = default_registry(args.tools)
     temporal = await connect(args.address, args.namespace)
@@ -320,7 +351,10 @@ async def _dev(args: argparse.Namespace) -> int:
     async with _temporal(args, embedded=True) as (_, ui_url):
         print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
         print(f"Temporal UI: {ui_url}", file=sys.stderr)
-        print("A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.", file=sys.stderr)
+        print(
+            "A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.",
+            file=sys.stderr,
+        )
         await asyncio.Event().wait()
     return EXIT_OK
 
@@ -372,8 +406,8 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     if not embedded:
         yield await connect(args.address, args.namespace), None
         return
-    from workers.dev_server import DevServer
-    from workers.worker import build_worker, default_registry
+    from stalwart.workers.dev_server import DevServer
+    from stalwart.workers.worker import build_worker, default_registry
 
     registry = default_registry(args.tools)
     server = DevServer(port=args.port, ui_port=args.ui_port, db_file=args.data_dir / "temporal.db")
@@ -397,7 +431,7 @@ async def _warn_without_workers(temporal: Client, task_queue: str) -> None:
                 task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
             )
         )
-    except Exception:  # noqa: BLE001 - only a hint; the run starts regardless
+    except Exception:
         return
     if not described.pollers:
         print(

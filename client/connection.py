@@ -6,8 +6,8 @@ import os
 
 from temporalio.client import Client
 
-from contracts.converter import DATA_CONVERTER
-from contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
 
 
 def default_address() -> str:
@@ -19,7 +19,8 @@ def default_namespace() -> str:
 
 
 async def connect(address: str | None = None, namespace: str | None = None) -> Client:
-    """A Temporal client with Stalwart's data converter; address and namespace default to TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE."""
+    """A Temporal client with Stalwart's data converter;
+    address and namespace default to TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE."""
     address = address or default_address()
     try:
         return await Client.connect(address, namespace=namespace or default_namespace(), data_converter=DATA_CONVERTER)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from client.api import RunSummary
-from contracts.approvals import PendingApproval
-from contracts.run import AgentResult, RunEvent, RunState, StepRecord
+from stalwart.client.api import RunSummary
+from stalwart.contracts.approvals import PendingApproval
+from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord
 
 _WIDTH = 160
 
@@ -73,7 +73,11 @@ class LiveLine:
             self.printed.add(record.step)
         if record.role == "assistant" and record.step in self.streamed and not record.error:
             took = (record.ended_at - record.started_at).total_seconds() if record.ended_at else 0.0
-            print(f"[{record.step}] model   (streamed above) ({took:.2f}s, {record.usage.total_tokens} tokens)", file=self.out, flush=True)
+            print(
+                f"[{record.step}] model   (streamed above) ({took:.2f}s, {record.usage.total_tokens} tokens)",
+                file=self.out,
+                flush=True,
+            )
         else:
             print(step_line(record), file=self.out, flush=True)
 
@@ -143,6 +147,7 @@ def print_runs(runs: list[RunSummary], out: TextIO) -> None:
         cost = f"{run.cost_usd:.4f}" if run.cost_usd else ""
         print(
             f"{run.run_id:<36} {run.agent or '':<16} {run.status or run.temporal_status or '':<18} "
-            f"{run.steps if run.steps is not None else '':>5} {run.tokens if run.tokens is not None else '':>7} {cost:>8}  {started}",
+            f"{run.steps if run.steps is not None else '':>5} {run.tokens if run.tokens is not None else '':>7} "
+            f"{cost:>8}  {started}",
             file=out,
         )

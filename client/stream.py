@@ -21,10 +21,10 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
-from contracts.converter import DATA_CONVERTER
-from contracts.names import MODEL_ACTIVITY
-from contracts.run import AgentResult, RunState, StepRecord
-from contracts.stream import StreamProgress
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.names import MODEL_ACTIVITY
+from stalwart.contracts.run import AgentResult, RunState, StepRecord
+from stalwart.contracts.stream import StreamProgress
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,9 @@ async def stream_answer(
         await asyncio.sleep(poll_interval)
 
 
-def _settle(shown: ShownText, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]) -> list[StreamEvent]:
+def _settle(
+    shown: ShownText, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]
+) -> list[StreamEvent]:
     """Bring finished model steps to their final text: the answer for the final step, nothing for the others."""
     events: list[StreamEvent] = []
     for record in steps:

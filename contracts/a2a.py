@@ -37,7 +37,9 @@ class A2ADelegateRequest(BaseModel):
     idempotency_key: str = Field(min_length=1)
     context_id: str | None = Field(None, description="Continue an earlier conversation with this agent.")
     task_id: str | None = Field(None, description="Answer a task of this agent that ended `input-required`.")
-    auth_token_env: str | None = Field(None, description="Worker environment variable holding a bearer token for the agent.")
+    auth_token_env: str | None = Field(
+        None, description="Worker environment variable holding a bearer token for the agent."
+    )
     poll: A2APollSettings = Field(default_factory=A2APollSettings)
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from contracts.agent import AgentSpec
-from contracts.messages import Message, ToolCall
-from contracts.tools import ToolSpec
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import Message, ToolCall
+from stalwart.contracts.tools import ToolSpec
 
 
 class ModelRequest(BaseModel):

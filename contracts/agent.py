@@ -29,7 +29,8 @@ def identifier(value: str, longest: int, why: str = "") -> str:
 
 
 def no_repeats(names: Iterable[str], message: str) -> None:
-    """Refuse names given more than once; `message` has a `{}` for them, e.g. "tools listed twice: {}; list each tool once"."""
+    """Refuse names given more than once; `message` has a `{}` for them,
+    e.g. "tools listed twice: {}; list each tool once"."""
     repeated = sorted(name for name, count in Counter(names).items() if count > 1)
     if repeated:
         raise ValueError(message.format(", ".join(repeated)))
@@ -51,7 +52,8 @@ class Budgets(_Strict):
     max_cost_usd: float | None = Field(None, gt=0, description="Cumulative cost from the price table.")
     max_parallel_tools: int = Field(4, ge=1, description="Tool calls of one turn that run at once.")
     finalize_on_budget: bool = Field(
-        False, description="At max_steps or max_tokens, make one last model call without tools for a best-effort answer."
+        False,
+        description="At max_steps or max_tokens, make one last model call without tools for a best-effort answer.",
     )
 
 
@@ -73,8 +75,12 @@ class ScriptedReply(_Strict):
 
 
 class _McpServerBase(_Strict):
-    name: str = Field(description="Names the server in errors; prefixes its tools as `name__tool` when a tool name collides.")
-    tools: list[str] | None = Field(None, description="Only these tools of the server are offered; all of them when unset.")
+    name: str = Field(
+        description="Names the server in errors; prefixes its tools as `name__tool` when a tool name collides."
+    )
+    tools: list[str] | None = Field(
+        None, description="Only these tools of the server are offered; all of them when unset."
+    )
 
     @field_validator("name")
     @classmethod
@@ -96,11 +102,17 @@ class McpStdioServer(_McpServerBase):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(
         default_factory=dict,
-        description="Added to a minimal environment; `${NAME}` is read from the worker's environment, keeping secrets out of history.",
+        description=(
+            "Added to a minimal environment; `${NAME}` is read from the worker's environment, "
+            "keeping secrets out of history."
+        ),
     )
     cwd: str | None = Field(
         None,
-        description="Working directory of the server; relative `args` are relative to it. Agent files default it to their own directory.",
+        description=(
+            "Working directory of the server; relative `args` are relative to it. "
+            "Agent files default it to their own directory."
+        ),
     )
 
 
@@ -111,7 +123,9 @@ class McpHttpServer(_McpServerBase):
     url: str = Field(description="The server's MCP endpoint, e.g. `http://127.0.0.1:8000/mcp`.")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="Sent with every request; `${NAME}` is read from the worker's environment, keeping secrets out of history.",
+        description=(
+            "Sent with every request; `${NAME}` is read from the worker's environment, keeping secrets out of history."
+        ),
     )
 
     @field_validator("url")
@@ -153,13 +167,23 @@ class SubAgent(_Strict):
     """
 
     name: str = Field(description="The tool name the model calls to delegate, e.g. `researcher`.")
-    description: str = Field("", description="What the model is told the agent does; by default the agent's own description, or its A2A card.")
-    file: str | None = Field(None, description="An agent file, relative to the agent file that declares this sub-agent.")
-    spec: AgentSpec | None = Field(None, description="The agent itself, inline; its `name` defaults to the sub-agent's.")
+    description: str = Field(
+        "",
+        description="What the model is told the agent does; by default the agent's own description, or its A2A card.",
+    )
+    file: str | None = Field(
+        None, description="An agent file, relative to the agent file that declares this sub-agent."
+    )
+    spec: AgentSpec | None = Field(
+        None, description="The agent itself, inline; its `name` defaults to the sub-agent's."
+    )
     url: str | None = Field(None, description="A remote agent reached over A2A: its base URL or the URL of its card.")
-    auth_token_env: str | None = Field(None, description="With `url`: the worker's environment variable holding a bearer token.")
+    auth_token_env: str | None = Field(
+        None, description="With `url`: the worker's environment variable holding a bearer token."
+    )
     mode: SubAgentMode = Field(
-        "agentic", description="`agentic`: the agent's whole loop as a child run; `single`: one model call without tools."
+        "agentic",
+        description="`agentic`: the agent's whole loop as a child run; `single`: one model call without tools.",
     )
 
     @model_validator(mode="before")
@@ -185,11 +209,14 @@ class SubAgent(_Strict):
             if self.file is not None or self.spec is not None:
                 raise ValueError(f"sub-agent {self.name!r}: set only one of `file`, `spec` or `url`")
             if self.mode == "single":
-                raise ValueError(f"sub-agent {self.name!r}: `mode = \"single\"` needs a local agent (`file` or `spec`); remove `mode` for a `url`")
+                raise ValueError(
+                    f'sub-agent {self.name!r}: `mode = "single"` needs a local agent (`file` or `spec`); '
+                    "remove `mode` for a `url`"
+                )
         elif self.file is None and self.spec is None:
             raise ValueError(
-                f"sub-agent {self.name!r} says nothing about who it is: set `file = \"{self.name}.toml\"`, "
-                f"an inline `spec` table, or `url = \"http://...\"`"
+                f'sub-agent {self.name!r} says nothing about who it is: set `file = "{self.name}.toml"`, '
+                f'an inline `spec` table, or `url = "http://..."`'
             )
         elif self.auth_token_env is not None:
             raise ValueError(f"sub-agent {self.name!r}: `auth_token_env` is only for a remote agent (`url`); remove it")
@@ -209,17 +236,29 @@ class AgentSpec(_Strict):
     max_output_tokens: int | None = Field(None, ge=1)
     action_format: ActionFormat = "native"
     tools: list[str] = Field(default_factory=list)
-    history_limit: int | None = Field(None, ge=2, description="Keep the goal and the last N messages when calling the model.")
+    history_limit: int | None = Field(
+        None, ge=2, description="Keep the goal and the last N messages when calling the model."
+    )
     budgets: Budgets = Field(default_factory=Budgets)
-    scripted: list[ScriptedReply] = Field(default_factory=list, description="Replies of the `scripted` model, in order.")
-    mcp_servers: list[McpServerSpec] = Field(default_factory=list, description="MCP servers whose tools the agent may call.")
-    sub_agents: list[SubAgent] = Field(default_factory=list, description="Agents this agent may delegate tasks to, each offered as a tool.")
+    scripted: list[ScriptedReply] = Field(
+        default_factory=list, description="Replies of the `scripted` model, in order."
+    )
+    mcp_servers: list[McpServerSpec] = Field(
+        default_factory=list, description="MCP servers whose tools the agent may call."
+    )
+    sub_agents: list[SubAgent] = Field(
+        default_factory=list, description="Agents this agent may delegate tasks to, each offered as a tool."
+    )
     bindings: dict[str, dict[str, str]] = Field(
         default_factory=dict,
-        description="Tool name -> {parameter: run input name}: bound parameters come from the run's inputs, hidden from the model.",
+        description=(
+            "Tool name -> {parameter: run input name}: "
+            "bound parameters come from the run's inputs, hidden from the model."
+        ),
     )
     require_approval: list[str] = Field(
-        default_factory=list, description="Tools whose calls wait for a person's approval (besides tools marked so in code)."
+        default_factory=list,
+        description="Tools whose calls wait for a person's approval (besides tools marked so in code).",
     )
     approval_timeout_seconds: float = Field(
         86400, gt=0, description="How long a call waits for approval before it is rejected (durable timer)."
@@ -253,7 +292,10 @@ class AgentSpec(_Strict):
         no_repeats(names, "sub-agents named twice: {}; give each sub-agent its own name")
         taken = sorted(set(names) & set(info.data.get("tools", [])))
         if taken:
-            raise ValueError(f"sub-agent name(s) {', '.join(taken)} are also in `tools`; rename the sub-agent, as the model calls both by name")
+            raise ValueError(
+                f"sub-agent name(s) {', '.join(taken)} are also in `tools`; "
+                "rename the sub-agent, as the model calls both by name"
+            )
         return value
 
     def with_base_dir(self, base_dir: str | PurePath) -> AgentSpec:

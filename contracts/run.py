@@ -7,11 +7,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from contracts.agent import AgentSpec
-from contracts.messages import Usage
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import Usage
 
 StopReason = Literal["done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"]
-RunStatus = Literal["running", "awaiting_approval", "done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"]
+RunStatus = Literal[
+    "running", "awaiting_approval", "done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"
+]
 StepRole = Literal["user", "assistant", "tool"]
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from contracts.agent import McpServerSpec, SubAgent
+from stalwart.contracts.agent import McpServerSpec, SubAgent
 
 
 class ToolSpec(BaseModel):

@@ -11,8 +11,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.run import AgentResult, RunInput
-    from workflows import AgentWorkflow
+    from stalwart.contracts.run import AgentResult, RunInput
+    from stalwart.workflows import AgentWorkflow
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -27,7 +27,8 @@ class MemoryFirstAgentWorkflow(AgentWorkflow):
 
 @workflow.defn(name="AgentWorkflow")
 class PatchedMemoryFirstAgentWorkflow(AgentWorkflow):
-    """The same change made the supported way: behind `workflow.patched`, so runs recorded before it replay unchanged."""
+    """The same change made the supported way: behind `workflow.patched`,
+    so runs recorded before it replay unchanged."""
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:

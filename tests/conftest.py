@@ -10,15 +10,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from support.a2a_agents import A2AServer, roster
-from support.a2a_http import serving
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from client.connection import connect
-from contracts.converter import DATA_CONVERTER
-from workers.dev_server import DevServer, find_executable
-from workers.search_attributes import ensure_search_attributes
+from stalwart.client.connection import connect
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.workers.dev_server import DevServer, find_executable
+from stalwart.workers.search_attributes import ensure_search_attributes
+
+from support.a2a_agents import A2AServer, roster
+from support.a2a_http import serving
 
 
 @contextlib.asynccontextmanager
@@ -88,7 +89,7 @@ def task_queue() -> str:
 @pytest.fixture
 def stalwart(time_skipping_env: WorkflowEnvironment, task_queue: str):
     """A StalwartClient on the time-skipping server, bound to this test's task queue."""
-    from client.api import StalwartClient
+    from stalwart.client.api import StalwartClient
 
     return StalwartClient(time_skipping_env.client, task_queue=task_queue)
 
@@ -96,8 +97,8 @@ def stalwart(time_skipping_env: WorkflowEnvironment, task_queue: str):
 @pytest.fixture
 def worker_with(time_skipping_env: WorkflowEnvironment, task_queue: str):
     """`async with worker_with(tool_a, tool_b):` a worker with the built-in tools plus these."""
-    from activities.tools.registry import ToolRegistry
-    from workers.worker import build_worker, default_registry
+    from stalwart.activities.tools.registry import ToolRegistry
+    from stalwart.workers.worker import build_worker, default_registry
 
     def make(*tools: object, registry: ToolRegistry | None = None):
         registry = registry or default_registry()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.tools.registry import ToolContext, tool
+from stalwart.activities.tools.registry import ToolContext, tool
 
 WORK_SECONDS = 0.5
 

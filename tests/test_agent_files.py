@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.repo_paths import AGENTS_DIR
 
-from client.agent_files import AgentFileError, load_agent
+from stalwart.client.agent_files import AgentFileError, load_agent
+
+from support.repo_paths import AGENTS_DIR
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -80,8 +81,16 @@ def test_a_misspelled_field_of_a_scripted_reply_suggests_the_right_one(tmp_path)
 @pytest.mark.parametrize(
     ("toml", "field", "meant"),
     [
-        ('[[sub_agents]]\nname = "helper"\n[sub_agents.spec.budgets]\nmax_step = 3\n', "sub_agents.0.spec.budgets.max_step", "max_steps"),
-        ('[[sub_agents]]\nname = "helper"\n[[sub_agents.spec.scripted]]\ntxt = "hi"\n', "sub_agents.0.spec.scripted.0.txt", "text"),
+        (
+            '[[sub_agents]]\nname = "helper"\n[sub_agents.spec.budgets]\nmax_step = 3\n',
+            "sub_agents.0.spec.budgets.max_step",
+            "max_steps",
+        ),
+        (
+            '[[sub_agents]]\nname = "helper"\n[[sub_agents.spec.scripted]]\ntxt = "hi"\n',
+            "sub_agents.0.spec.scripted.0.txt",
+            "text",
+        ),
         ('[[scripted]]\n[[scripted.tool_calls]]\nnam = "echo"\n', "scripted.0.tool_calls.0.nam", "name"),
     ],
     ids=["inline-sub-agent-budgets", "inline-sub-agent-scripted", "scripted-tool-call"],
@@ -93,5 +102,8 @@ def test_a_misspelled_nested_field_suggests_the_right_one(tmp_path, toml, field,
 
 
 def test_an_unknown_nested_field_lists_the_fields_of_that_place(tmp_path):
-    with pytest.raises(AgentFileError, match=r"field `scripted.0.tool_calls.0.qqqqq` is not an agent setting; known fields here: arguments, id, name$"):
+    with pytest.raises(
+        AgentFileError,
+        match=r"field `scripted.0.tool_calls.0.qqqqq` is not an agent setting; known fields here: arguments, id, name$",
+    ):
         load_agent(write(tmp_path, 'name = "a"\n[[scripted]]\n[[scripted.tool_calls]]\nname = "echo"\nqqqqq = 1\n'))

@@ -6,11 +6,12 @@ import asyncio
 import json
 
 import pytest
-from support.approvals import until_pending
 from temporalio.client import WorkflowUpdateFailedError
 
-from activities.tools import tool
-from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.activities.tools import tool
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+
+from support.approvals import until_pending
 
 transfers: list[int] = []
 
@@ -121,14 +122,17 @@ async def test_agent_file_can_require_approval_for_a_tool_not_marked_in_code(sta
 def paying(*amounts_by_turn: tuple[int, ...]) -> AgentSpec:
     """A banker whose every transfer call has the id `pay`, one turn per tuple of amounts."""
     turns = [
-        ScriptedReply(tool_calls=[ScriptedToolCall(name="transfer_money", arguments={"amount": a}, id="pay") for a in amounts])
+        ScriptedReply(
+            tool_calls=[ScriptedToolCall(name="transfer_money", arguments={"amount": a}, id="pay") for a in amounts]
+        )
         for amounts in amounts_by_turn
     ]
     return AgentSpec(name="banker", tools=["transfer_money"], scripted=[*turns, ScriptedReply(text="Finished.")])
 
 
 async def _until_pending_amount(handle, amount: int) -> None:
-    """Until a call moving `amount` waits for approval, or the run has ended (so a call that ran unapproved fails the test)."""
+    """Until a call moving `amount` waits for approval, or the run has ended
+    (so a call that ran unapproved fails the test)."""
     while not any(p.arguments == {"amount": amount} for p in await handle.pending_approvals()):
         if (await handle.state()).status not in ("running", "awaiting_approval"):
             return

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 
-from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
+from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,9 @@ def hour_long_agent(**budgets: object) -> AgentSpec:
     )
 
 
-async def test_wall_clock_budget_cuts_off_an_hour_long_tool_and_ends_max_seconds(time_skipping_env, stalwart, worker_with):
+async def test_wall_clock_budget_cuts_off_an_hour_long_tool_and_ends_max_seconds(
+    time_skipping_env, stalwart, worker_with
+):
     tool_started.clear()
     async with worker_with(hour_long_job):
         handle = await stalwart.start(hour_long_agent(max_seconds=60), "work")

@@ -10,20 +10,23 @@ import subprocess
 import sys
 
 import pytest
+
+from stalwart.client.api import StalwartClient
+from stalwart.workers.dev_server import free_port
+from stalwart.workers.worker import build_worker
+
 from support.approvals import until_pending
 from support.repo_paths import AGENTS_DIR, REPO
 
-from client.api import StalwartClient
-from workers.dev_server import free_port
-from workers.worker import build_worker
-
-STALWART = [sys.executable, "-m", "client.cli"]
+STALWART = [sys.executable, "-m", "stalwart.client.cli"]
 
 
 def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProcess[str]:
     extra = ["--address", address] if address else []
     env = {**os.environ, "TEMPORAL_UI_URL": "http://localhost:8233"}
-    return subprocess.run([*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def test_version_names_stalwart_and_the_temporal_sdk():
@@ -53,11 +56,19 @@ def test_run_with_a_bad_agent_file_names_the_field_before_starting_anything(tmp_
 def test_run_dev_runs_the_example_agent_to_its_answer_and_prints_the_ui_link(tmp_path):
     port, ui_port = free_port(), free_port()
     result = stalwart(
-        "run", "--dev", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path),
-        "agents/calculator.toml", "What is (17 * 23) + 4?",
+        "run",
+        "--dev",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--data-dir",
+        str(tmp_path),
+        "agents/calculator.toml",
+        "What is (17 * 23) + 4?",
     )
     assert result.returncode == 0, result.stderr
-    assert "calculator(expression=\"(17 * 23) + 4\") → 395" in result.stdout
+    assert 'calculator(expression="(17 * 23) + 4") → 395' in result.stdout
     assert "answer: (17 * 23) + 4 = 395" in result.stdout
     assert "stop reason: done" in result.stdout
     assert f"Temporal UI: http://localhost:{ui_port}/namespaces/default/workflows/calculator-" in result.stdout
@@ -67,8 +78,17 @@ def test_run_dev_runs_the_example_agent_to_its_answer_and_prints_the_ui_link(tmp
 def test_run_json_prints_only_the_result_as_json_on_stdout(tmp_path):
     port, ui_port = free_port(), free_port()
     result = stalwart(
-        "run", "--dev", "--json", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path),
-        "agents/calculator.toml", "What is (17 * 23) + 4?",
+        "run",
+        "--dev",
+        "--json",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--data-dir",
+        str(tmp_path),
+        "agents/calculator.toml",
+        "What is (17 * 23) + 4?",
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["stop_reason"] == "done"
@@ -95,13 +115,20 @@ async def test_show_and_runs_read_a_finished_run_by_its_search_attributes(dev_en
     show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=address)
     events = await asyncio.to_thread(stalwart, "show", handle.run_id, "--events", address=address)
     for _ in range(50):  # visibility is eventually consistent
-        runs = await asyncio.to_thread(stalwart, "runs", "--query", f'AgentStatus="done" AND WorkflowId="{handle.run_id}"', address=address)
+        runs = await asyncio.to_thread(
+            stalwart, "runs", "--query", f'AgentStatus="done" AND WorkflowId="{handle.run_id}"', address=address
+        )
         if handle.run_id in runs.stdout:
             break
         await asyncio.sleep(0.1)
     assert "status done" in show.stdout and "→ 395" in show.stdout
     assert [line.split()[1] for line in events.stdout.splitlines()] == [
-        "user_message", "tool_call", "tool_result", "tool_call", "tool_result", "agent_response",
+        "user_message",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "agent_response",
     ]
     row = next(line for line in runs.stdout.splitlines() if line.startswith(handle.run_id))
     assert row.split()[1:5] == ["calculator", "done", "2", "40"]
@@ -122,7 +149,9 @@ async def test_pending_and_approve_decide_a_waiting_call_from_another_process(de
         await until_pending(handle)
         pending = await asyncio.to_thread(stalwart, "pending", handle.run_id, address=address)
         unknown = await asyncio.to_thread(stalwart, "approve", handle.run_id, "nope", address=address)
-        approve = await asyncio.to_thread(stalwart, "approve", handle.run_id, "add", "--reviewer", "carol", address=address)
+        approve = await asyncio.to_thread(
+            stalwart, "approve", handle.run_id, "add", "--reviewer", "carol", address=address
+        )
         result = await handle.result()
     assert 'call add  calculator({"expression": "2+3"})' in pending.stdout
     assert unknown.returncode == 2 and "no tool call 'nope' is waiting" in unknown.stderr
@@ -138,7 +167,11 @@ def test_terminating_stalwart_dev_stops_its_embedded_server(tmp_path):
     port, ui_port = free_port(), free_port()
     dev = subprocess.Popen(
         [*STALWART, "dev", "--port", str(port), "--ui-port", str(ui_port), "--data-dir", str(tmp_path)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     for line in dev.stdout:  # the command says when the server and worker are up
         if "A worker is running" in line:

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from crash_tools import attempts_file
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
-from client.api import RunHandle, StalwartClient
-from contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
-from crash_tools import attempts_file
+from stalwart.client.api import RunHandle, StalwartClient
+from stalwart.contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
 
 TESTS_DIR = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3", "r4"]
@@ -25,7 +25,18 @@ VALUES = ["r1", "r2", "r3", "r4"]
 def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
     """The real `stalwart worker` command, with the test's tool module importable from tests/."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "client.cli", "worker", "--address", address, "--task-queue", task_queue, "--tools", "crash_tools"]
+    command = [
+        sys.executable,
+        "-m",
+        "stalwart.client.cli",
+        "worker",
+        "--address",
+        address,
+        "--task-queue",
+        task_queue,
+        "--tools",
+        "crash_tools",
+    ]
     with log.open("wb") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
 
@@ -71,13 +82,17 @@ def _recorder_agent() -> AgentSpec:
     return AgentSpec(
         name="recorder",
         tools=["append_record"],
-        scripted=[ScriptedReply(tool_calls=[ScriptedToolCall(name="append_record", arguments={"value": v})]) for v in VALUES]
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="append_record", arguments={"value": v})]) for v in VALUES
+        ]
         + [ScriptedReply(text="Recorded r1, r2, r3 and r4.")],
     )
 
 
 @pytest.mark.slow
-async def test_run_killed_with_its_worker_is_finished_by_another_without_repeating_tool_calls(dev_env, task_queue, tmp_path):
+async def test_run_killed_with_its_worker_is_finished_by_another_without_repeating_tool_calls(
+    dev_env, task_queue, tmp_path
+):
     records = tmp_path / "records.txt"
     address = dev_env.address
     stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
@@ -89,7 +104,9 @@ async def test_run_killed_with_its_worker_is_finished_by_another_without_repeati
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         finished_before_kill = _lines(records)
-        assert (await dev_env.client.get_workflow_handle(run.run_id).describe()).status == WorkflowExecutionStatus.RUNNING
+        assert (
+            await dev_env.client.get_workflow_handle(run.run_id).describe()
+        ).status == WorkflowExecutionStatus.RUNNING
         second = _start_worker(address, task_queue, tmp_path / "worker-2.log")
         result = await _result_while_alive(run, second, tmp_path / "worker-2.log")
     finally:

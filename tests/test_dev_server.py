@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from workers import dev_server
-from workers.dev_server import DevServer
+from stalwart.workers import dev_server
+from stalwart.workers.dev_server import DevServer
 
 
 @pytest.mark.slow
@@ -29,6 +29,7 @@ def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
         squatter.bind(("127.0.0.1", 0))
         taken = squatter.getsockname()[1]
         server = DevServer(port=taken, ui_port=None)
-        with pytest.raises(dev_server.DevServerExited, match=f"can't set frontend port {taken}.*address already in use"):
+        with pytest.raises(
+            dev_server.DevServerExited, match=f"can't set frontend port {taken}.*address already in use"
+        ):
             asyncio.run(server.start())
-

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from client.render import LiveLine
-from contracts import StepRecord
+from stalwart.client.render import LiveLine
+from stalwart.contracts import StepRecord
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 
 
 def model_step(step: int, text: str) -> StepRecord:
@@ -21,7 +21,10 @@ def test_streamed_words_share_a_line_and_the_finished_step_is_not_repeated():
     live.delta(3, "The answer ")
     live.delta(3, "is 42.")
     live.step(model_step(3, "The answer is 42."))
-    assert out.getvalue().splitlines() == ["[3] model » The answer is 42.", "[3] model   (streamed above) (0.00s, 0 tokens)"]
+    assert out.getvalue().splitlines() == [
+        "[3] model » The answer is 42.",
+        "[3] model   (streamed above) (0.00s, 0 tokens)",
+    ]
 
 
 def test_stream_text_arriving_after_its_step_was_printed_is_dropped():

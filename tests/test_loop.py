@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from activities.tools import ToolContext, tool
-from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.activities.tools import ToolContext, tool
+from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 
 def call(name: str, **arguments: object) -> ScriptedToolCall:
@@ -84,7 +84,10 @@ async def test_tool_results_are_fed_back_to_the_model_before_the_next_turn(stalw
         result = await handle.result()
     tool_step = result.steps[2]
     assert (tool_step.role, tool_step.tool_name, tool_step.arguments, tool_step.result) == (
-        "tool", "calculator", {"expression": "6*7"}, "42",
+        "tool",
+        "calculator",
+        {"expression": "6*7"},
+        "42",
     )
     assert tool_step.started_at <= tool_step.ended_at
     assert result.answer == "42"
@@ -167,7 +170,9 @@ async def test_parallel_tool_calls_keep_call_order_and_respect_max_parallel_tool
 
 async def test_each_tool_call_gets_an_idempotency_key_of_run_and_call(stalwart, worker_with):
     seen_keys.clear()
-    spec = agent(ScriptedReply(tool_calls=[call("remember_key", note="a")]), ScriptedReply(text="ok"), tools=["remember_key"])
+    spec = agent(
+        ScriptedReply(tool_calls=[call("remember_key", note="a")]), ScriptedReply(text="ok"), tools=["remember_key"]
+    )
     async with worker_with(remember_key):
         handle = await stalwart.start(spec, "go")
         await handle.result()
@@ -202,7 +207,12 @@ async def test_events_use_the_kaos_vocabulary(stalwart, worker_with):
         await handle.result()
         events = await handle.events()
     assert [e.event_type for e in events] == [
-        "user_message", "tool_call", "tool_result", "tool_call", "tool_error", "agent_response",
+        "user_message",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_error",
+        "agent_response",
     ]
     assert events[-1].content == "The echo returned: hello"
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from changed_workflows import MemoryFirstAgentWorkflow, PatchedMemoryFirstAgentWorkflow
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from changed_workflows import MemoryFirstAgentWorkflow, PatchedMemoryFirstAgentWorkflow
-from contracts.converter import DATA_CONVERTER
-from workflows import AgentWorkflow
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.workflows import AgentWorkflow
 
 HISTORY_FILE = Path(__file__).resolve().parent / "fixtures" / "histories" / "calculator_run.json"
 

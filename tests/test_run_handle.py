@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from support.approvals import until_pending
 from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
 
-from client.api import StalwartClient
-from contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
-from workers.worker import build_worker
+from stalwart.client.api import StalwartClient
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.workers.worker import build_worker
+
+from support.approvals import until_pending
 
 
 class QueriesInFlight(Interceptor):
@@ -62,7 +63,9 @@ async def test_a_run_handle_asks_its_workflow_one_query_at_a_time(time_skipping_
     async with build_worker(temporal, task_queue=task_queue):
         handle = await stalwart.start(careful_calculator(), "add")
         await until_pending(handle)
-        answers = await asyncio.gather(*[ask() for _ in range(4) for ask in (handle.state, handle.pending_approvals, handle.events)])
+        answers = await asyncio.gather(
+            *[ask() for _ in range(4) for ask in (handle.state, handle.pending_approvals, handle.events)]
+        )
         await handle.approve("add")
         result = await handle.result()
     assert counter.total >= 12 and counter.most == 1

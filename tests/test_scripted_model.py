@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from activities.providers.base import ModelConfigError
-from activities.providers.scripted import ScriptedProvider, parse_mock_responses
-from contracts import AgentSpec, Message, ModelContext, ScriptedReply, ScriptedToolCall
+from stalwart.activities.providers.base import ModelConfigError
+from stalwart.activities.providers.scripted import ScriptedProvider, parse_mock_responses
+from stalwart.contracts import AgentSpec, Message, ModelContext, ScriptedReply, ScriptedToolCall
 
 
 def context(agent: AgentSpec, step: int) -> ModelContext:
@@ -28,7 +28,10 @@ def test_text_that_is_not_json_is_one_reply():
 async def test_reply_n_answers_model_call_n_and_tool_calls_get_stable_ids():
     agent = AgentSpec(
         name="a",
-        scripted=[ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": "x"})]), ScriptedReply(text="two")],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": "x"})]),
+            ScriptedReply(text="two"),
+        ],
     )
     provider = ScriptedProvider(environ={})
     first = await provider.complete(context(agent, 1))

@@ -6,12 +6,14 @@ from typing import Literal
 
 import pytest
 
-from activities.tools import ToolArgumentsError, ToolContext, tool
-from activities.tools.builtin import calculator
+from stalwart.activities.tools import ToolArgumentsError, ToolContext, tool
+from stalwart.activities.tools.builtin import calculator
 
 
 @tool
-def search(query: str, limit: int = 5, order: Literal["new", "old"] = "new", context: ToolContext | None = None) -> list[str]:
+def search(
+    query: str, limit: int = 5, order: Literal["new", "old"] = "new", context: ToolContext | None = None
+) -> list[str]:
     """Search the archive for documents.
 
     Longer explanation that the model also reads.
@@ -57,7 +59,9 @@ async def test_calculator_evaluates_arithmetic(expression, value):
     assert await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c")) == str(value)
 
 
-@pytest.mark.parametrize("expression", ["__import__('os').system('true')", "open('/etc/passwd')", "[1, 2]", "9 ** 99999"])
+@pytest.mark.parametrize(
+    "expression", ["__import__('os').system('true')", "open('/etc/passwd')", "[1, 2]", "9 ** 99999"]
+)
 async def test_calculator_refuses_anything_but_arithmetic(expression):
     with pytest.raises(ValueError, match=r"unsupported expression|is too large|not an arithmetic expression"):
         await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))

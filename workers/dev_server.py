@@ -19,8 +19,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from contracts.converter import DATA_CONVERTER
-from workers.search_attributes import dev_server_flags
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.workers.search_attributes import dev_server_flags
 
 # The dev server as shipped polls its queues at most 20 times a second and
 # shifts timers by up to a second; these settings remove that idle time.
@@ -128,7 +128,9 @@ class DevServer:
         while True:
             if self.process.poll() is not None:
                 stderr = self.process.stderr.read().decode(errors="replace").strip() if self.process.stderr else ""
-                excerpt = stderr if len(stderr) <= 2000 else f"{stderr[:1000]}\n…\n{stderr[-1000:]}"  # the cause leads a Go panic
+                excerpt = (
+                    stderr if len(stderr) <= 2000 else f"{stderr[:1000]}\n…\n{stderr[-1000:]}"
+                )  # the cause leads a Go panic
                 raise DevServerExited(
                     f"the Temporal dev server exited with code {self.process.returncode}: {excerpt}\n"
                     f"Is port {self.port} or {self.ui_port} already in use? Choose others with --port / --ui-port."
@@ -137,10 +139,12 @@ class DevServer:
                 client = await Client.connect(self.address, namespace=self.namespace, data_converter=DATA_CONVERTER)
                 await client.service_client.check_health()
                 return
-            except Exception:
+            except Exception as err:
                 if loop.time() > deadline:
                     self.stop()
-                    raise RuntimeError(f"the Temporal dev server did not answer on {self.address} within {timeout:g}s")
+                    raise RuntimeError(
+                        f"the Temporal dev server did not answer on {self.address} within {timeout:g}s"
+                    ) from err
                 await asyncio.sleep(0.1)
 
     def stop(self) -> None:

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.names import SEARCH_ATTRIBUTES
+from stalwart.contracts.names import SEARCH_ATTRIBUTES
 
 
 async def ensure_search_attributes(client: Client) -> list[str]:

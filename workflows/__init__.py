@@ -1,5 +1,5 @@
 """Workflow definitions. Deterministic code only: all I/O happens in activities."""
 
-from workflows.agent import AgentWorkflow
+from stalwart.workflows.agent import AgentWorkflow
 
 __all__ = ["AgentWorkflow"]

@@ -18,14 +18,20 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts import names
-    from contracts.approvals import ApprovalDecision, PendingApproval
-    from contracts.activities import DescribeToolsRequest, DescribeToolsResult, ModelContext, ModelRequest, ToolRequest
-    from contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
-    from contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
-    from contracts.tools import ToolSpec
-    from workflows import conversation, delegation, policies
-    from workflows.failures import innermost_message, message_unless_cancelled
+    from stalwart.contracts import names
+    from stalwart.contracts.activities import (
+        DescribeToolsRequest,
+        DescribeToolsResult,
+        ModelContext,
+        ModelRequest,
+        ToolRequest,
+    )
+    from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+    from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
+    from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
+    from stalwart.contracts.tools import ToolSpec
+    from stalwart.workflows import conversation, delegation, policies
+    from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 
 
 class _ModelFailed(Exception):
@@ -42,7 +48,9 @@ class AgentWorkflow:
         self._agent = input.agent
         now = workflow.now()
         self._messages: list[Message] = [Message(role="user", content=input.goal)]
-        self._steps: list[StepRecord] = [StepRecord(step=0, role="user", content=input.goal, started_at=now, ended_at=now)]
+        self._steps: list[StepRecord] = [
+            StepRecord(step=0, role="user", content=input.goal, started_at=now, ended_at=now)
+        ]
         self._tools: list[ToolSpec] = []
         self._usage = Usage()
         self._step = 0
@@ -212,7 +220,9 @@ class AgentWorkflow:
             result_type=DescribeToolsResult,
             start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
             retry_policy=policies.DESCRIBE_RETRY,
-            summary=f"describe tools · {', '.join([*self._agent.tools, *(s.name for s in self._agent.mcp_servers)])}"[:200],
+            summary=f"describe tools · {', '.join([*self._agent.tools, *(s.name for s in self._agent.mcp_servers)])}"[
+                :200
+            ],
         )
         return [*result.tools, *agent_tools]
 
@@ -266,7 +276,9 @@ class AgentWorkflow:
             for call in calls
         ]
         self._steps.extend(records)
-        results = await asyncio.gather(*(self._run_tool(call, record, limit) for call, record in zip(calls, records)))
+        results = await asyncio.gather(
+            *(self._run_tool(call, record, limit) for call, record in zip(calls, records, strict=True))
+        )
         self._messages.append(Message(role="tool", tool_results=list(results)))
 
     async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
@@ -286,12 +298,16 @@ class AgentWorkflow:
         tool = self._tool_named(call.name)
         if tool is None:
             available = ", ".join(t.name for t in self._tools) or "none"
-            return ToolResult.failure(call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}.")
+            return ToolResult.failure(
+                call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}."
+            )
         guarded = self._agent.thrash_guard and not tool.side_effecting
         repeat_key = f"{call.name} {json.dumps(call.arguments, sort_keys=True)}"
         if guarded and repeat_key in self._earlier_results:
             step, content = self._earlier_results[repeat_key]
-            return ToolResult(call_id=call.id, name=call.name, content=conversation.ALREADY_CALLED.format(step=step, result=content))
+            return ToolResult(
+                call_id=call.id, name=call.name, content=conversation.ALREADY_CALLED.format(step=step, result=content)
+            )
         if tool.requires_approval or tool.name in self._agent.require_approval:
             refusal = await self._wait_for_approval(call)
             if refusal is not None:
@@ -323,9 +339,13 @@ class AgentWorkflow:
             return ToolResult.failure(call, message_unless_cancelled(err))
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:
-        """Hold the call until a person approves or rejects it, or the approval timeout rejects it; None means approved."""
+        """Hold the call until a person approves or rejects it,
+        or the approval timeout rejects it; None means approved."""
         if call.id in self._pending:  # a person approves a call by its id, so two waiting at once must differ
-            return f"Not run: another call with id {call.id!r} is already waiting for approval; give each tool call its own id"
+            return (
+                f"Not run: another call with id {call.id!r} is already waiting for approval; "
+                "give each tool call its own id"
+            )
         timeout = self._agent.approval_timeout_seconds
         now = workflow.now()
         self._pending[call.id] = PendingApproval(
@@ -345,8 +365,12 @@ class AgentWorkflow:
                 timeout_summary=f"approval of {call.name} · {call.id}",
             )
             approved, decision = self._decisions.pop(call.id)  # consumed: a later call reusing the id waits anew
-            refusal = None if approved else f"Rejected by {decision.reviewer or 'a reviewer'}: {decision.reason or 'no reason given'}"
-        except asyncio.TimeoutError:
+            refusal = (
+                None
+                if approved
+                else f"Rejected by {decision.reviewer or 'a reviewer'}: {decision.reason or 'no reason given'}"
+            )
+        except TimeoutError:
             refusal = f"Rejected: nobody approved this call within {timeout:g} seconds"
         finally:
             del self._pending[call.id]
@@ -382,9 +406,13 @@ class AgentWorkflow:
             parent_id=workflow.info().workflow_id,
             step=self._step,
             inputs=self._input.inputs,
-            remaining_tokens=None if budgets.max_tokens is None else max(budgets.max_tokens - committed.total_tokens, 0),
+            remaining_tokens=None
+            if budgets.max_tokens is None
+            else max(budgets.max_tokens - committed.total_tokens, 0),
             remaining_seconds=None if budgets.max_seconds is None else max(budgets.max_seconds - elapsed, 0.0),
-            remaining_cost_usd=None if budgets.max_cost_usd is None else max(budgets.max_cost_usd - committed.cost_usd, 0.0),
+            remaining_cost_usd=None
+            if budgets.max_cost_usd is None
+            else max(budgets.max_cost_usd - committed.cost_usd, 0.0),
         )
 
     # -- bookkeeping ---------------------------------------------------------
@@ -429,4 +457,3 @@ class AgentWorkflow:
             elapsed_seconds=(workflow.now() - self._started).total_seconds(),
             error=self._error,
         )
-

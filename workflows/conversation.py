@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contracts.messages import Message
-from contracts.run import RunEvent, StepRecord
+from stalwart.contracts.messages import Message
+from stalwart.contracts.run import RunEvent, StepRecord
 
 MAX_STEPS_ANSWER = "Reached maximum reasoning steps ({n})"
 FINAL_RESPONSE_PROMPT = "Now provide your final response to the user."
@@ -47,7 +47,7 @@ def events(steps: list[StepRecord]) -> list[RunEvent]:
             RunEvent(
                 event_id=f"evt-{len(out) + 1}",
                 timestamp=step.started_at if requested else (step.ended_at or step.started_at),
-                event_type=event_type,  # type: ignore[arg-type]
+                event_type=event_type,
                 content=content,
                 metadata={"step": step.step, **{k: v for k, v in metadata.items() if v is not None}},
             )
@@ -64,7 +64,9 @@ def events(steps: list[StepRecord]) -> list[RunEvent]:
             elif step.result is not None:
                 add(step, "delegation_response", step.result, agent=step.tool_name, tool_call_id=step.tool_call_id)
         elif step.role == "tool":
-            add(step, "tool_call", {"tool": step.tool_name, "arguments": step.arguments}, tool_call_id=step.tool_call_id)
+            add(
+                step, "tool_call", {"tool": step.tool_name, "arguments": step.arguments}, tool_call_id=step.tool_call_id
+            )
             if step.error is not None:
                 add(step, "tool_error", step.error, tool=step.tool_name, tool_call_id=step.tool_call_id)
             elif step.result is not None:

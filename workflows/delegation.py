@@ -24,22 +24,24 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlr
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.a2a import policy
-    from contracts import names
-    from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
-    from contracts.agent import AgentSpec, Budgets, SubAgent
-    from contracts.messages import ToolCall, ToolResult, Usage
-    from contracts.run import AgentResult, RunInput
-    from contracts.tools import ToolSpec
-    from workflows import conversation
-    from workflows.failures import innermost_message, message_unless_cancelled
+    from stalwart.activities.a2a import policy
+    from stalwart.contracts import names
+    from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
+    from stalwart.contracts.agent import AgentSpec, Budgets, SubAgent
+    from stalwart.contracts.messages import ToolCall, ToolResult, Usage
+    from stalwart.contracts.run import AgentResult, RunInput
+    from stalwart.contracts.tools import ToolSpec
+    from stalwart.workflows import conversation
+    from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 
 TASK_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "task": {
             "type": "string",
-            "description": "What the agent should do, with everything it needs to know: it does not see this conversation.",
+            "description": (
+                "What the agent should do, with everything it needs to know: it does not see this conversation."
+            ),
         }
     },
     "required": ["task"],
@@ -64,7 +66,6 @@ class DelegationContext:
     remaining_tokens: int | None = None
     remaining_seconds: float | None = None
     remaining_cost_usd: float | None = None
-
 
     def key(self, call: ToolCall) -> str:
         return conversation.call_key(self.parent_id, self.step, call.id)
@@ -124,7 +125,9 @@ async def delegate(call: ToolCall, tool: ToolSpec, context: DelegationContext) -
     """Run the sub-agent of `tool` on the call's task; its answer (or why it failed) is the call's result."""
     sub = tool.sub_agent
     if sub is None:
-        return _failed(call, f"tool {tool.name} is of kind `agent` but names no sub-agent; declare it under [[sub_agents]]")
+        return _failed(
+            call, f"tool {tool.name} is of kind `agent` but names no sub-agent; declare it under [[sub_agents]]"
+        )
     task = call.arguments.get("task")
     if not isinstance(task, str) or not task.strip():
         return _failed(call, f'call {tool.name} with a "task": a string saying what the agent should do')
@@ -157,14 +160,21 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
             task_queue=workflow.info().task_queue,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
             static_summary=f"{sub.name} ({sub.mode}) for {context.parent_id}: {task}"[:400],
-            static_details=f"**Sub-agent** `{sub.name}` of `{context.parent_id}` · mode `{sub.mode}` · model `{spec.model}`\n\n**Task**\n\n{task}",
+            static_details=(
+                f"**Sub-agent** `{sub.name}` of `{context.parent_id}` · mode `{sub.mode}` · model `{spec.model}`"
+                f"\n\n**Task**\n\n{task}"
+            ),
         )
     except ChildWorkflowError as err:
         if _parent_cancelled():
             raise asyncio.CancelledError() from err
         return _failed(call, f"sub-agent {sub.name} failed: {innermost_message(err)}. {RETRY_HINT}")
     except WorkflowAlreadyStartedError:
-        return _failed(call, f"a run of sub-agent {sub.name} for call {call.id} is still going; answer without it, or delegate again later")
+        return _failed(
+            call,
+            f"a run of sub-agent {sub.name} for call {call.id} is still going; "
+            "answer without it, or delegate again later",
+        )
     if _parent_cancelled():
         raise DelegationCancelled(result.usage)
     if result.stop_reason == "done":
@@ -206,7 +216,11 @@ def _drawn(budgets: Budgets, context: DelegationContext) -> Budgets:
 
 def _spent_budget(context: DelegationContext) -> str | None:
     """The first of the parent's budgets that is used up, if any: no sub-agent can start on nothing."""
-    for name, left in (("token", context.remaining_tokens), ("time", context.remaining_seconds), ("cost", context.remaining_cost_usd)):
+    for name, left in (
+        ("token", context.remaining_tokens),
+        ("time", context.remaining_seconds),
+        ("cost", context.remaining_cost_usd),
+    ):
         if left is not None and left <= 0:
             return name
     return None
@@ -254,7 +268,10 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
         return _failed(call, f"remote agent {sub.name} ({url}): {message_unless_cancelled(err)}")
     content = answer.text
     if answer.state == "input-required":
-        content = f"{answer.agent_name} needs more to go on and asks: {answer.text}\nDelegate again with the whole task and the answer to this question."
+        content = (
+            f"{answer.agent_name} needs more to go on and asks: {answer.text}\n"
+            "Delegate again with the whole task and the answer to this question."
+        )
     return Delegated(ToolResult(call_id=call.id, name=call.name, content=content), Usage())
 
 
@@ -282,4 +299,3 @@ def _failure(call: ToolCall, why: str) -> ToolResult:
 
 def _failed(call: ToolCall, why: str) -> Delegated:
     return Delegated(_failure(call, why), Usage())
-

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator
 import httpx
 from temporalio import activity
 
-from activities.a2a import card, policy, transport, wire
-from activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
-from activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
-from activities.heartbeats import heartbeating
-from contracts.a2a import (
+from stalwart.activities.a2a import card, policy, transport, wire
+from stalwart.activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
+from stalwart.activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
+from stalwart.activities.heartbeats import heartbeating
+from stalwart.contracts.a2a import (
     A2AAgentCard,
     A2ADelegateRequest,
     A2ADelegateResult,
@@ -122,9 +122,13 @@ async def _follow(endpoint: Endpoint, dialect: wire.Dialect, reply: wire.Reply, 
 def _outcome(agent: A2AAgentCard, reply: wire.Reply) -> A2ADelegateResult:
     if reply.state in ("completed", "input-required"):
         state: DelegationState = "completed" if reply.state == "completed" else "input-required"
-        return A2ADelegateResult(text=reply.text, task_id=reply.task_id, context_id=reply.context_id, state=state, agent_name=agent.name)
+        return A2ADelegateResult(
+            text=reply.text, task_id=reply.task_id, context_id=reply.context_id, state=state, agent_name=agent.name
+        )
     said = f": {reply.text}" if reply.text else " without giving a reason"
-    raise A2ATaskError(f"remote agent {agent.name!r} ended task {reply.task_id} {reply.state}{said}; {_FAILURE_FIXES[reply.state]}.")
+    raise A2ATaskError(
+        f"remote agent {agent.name!r} ended task {reply.task_id} {reply.state}{said}; {_FAILURE_FIXES[reply.state]}."
+    )
 
 
 async def _cancel_remote(endpoint: Endpoint, dialect: wire.Dialect, task_id: str | None) -> None:
@@ -133,7 +137,7 @@ async def _cancel_remote(endpoint: Endpoint, dialect: wire.Dialect, task_id: str
         return
     try:
         await asyncio.wait_for(endpoint.call(dialect.cancel_method, dialect.task_params(task_id)), CANCEL_WAIT_SECONDS)
-    except (A2AError, asyncio.TimeoutError) as err:
+    except (TimeoutError, A2AError) as err:
         activity.logger.info("could not cancel remote task %s: %s", task_id, err)
 
 
@@ -147,5 +151,7 @@ async def _http(timeout_seconds: float) -> AsyncIterator[httpx.AsyncClient]:
 async def _heartbeat() -> AsyncIterator[_Beat]:
     """Heartbeat on a timer while the delegation waits, so a dead worker is noticed and cancellation arrives."""
     beat = _Beat()
-    async with heartbeating(HEARTBEAT_EVERY_SECONDS, lambda: activity.heartbeat(*([beat.task_id] if beat.task_id else []))):
+    async with heartbeating(
+        HEARTBEAT_EVERY_SECONDS, lambda: activity.heartbeat(*([beat.task_id] if beat.task_id else []))
+    ):
         yield beat

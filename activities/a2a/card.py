@@ -15,9 +15,9 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from activities.a2a import transport
-from activities.a2a.errors import A2AProtocolError, A2ARequestError
-from contracts.a2a import A2AAgentCard, A2ASkill
+from stalwart.activities.a2a import transport
+from stalwart.activities.a2a.errors import A2AProtocolError, A2ARequestError
+from stalwart.contracts.a2a import A2AAgentCard, A2ASkill
 
 WELL_KNOWN_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _SPOKEN_MAJORS = ("1", "0")
@@ -36,10 +36,14 @@ def card_urls(url: str) -> list[str]:
     return candidates
 
 
-async def discover(http: httpx.AsyncClient, url: str, *, headers: dict[str, str], token_env: str | None = None) -> A2AAgentCard:
+async def discover(
+    http: httpx.AsyncClient, url: str, *, headers: dict[str, str], token_env: str | None = None
+) -> A2AAgentCard:
     """Fetch and read the card of the agent at `url` (a base URL or the card's own URL)."""
     if urlsplit(url).scheme not in ("http", "https"):
-        raise A2ARequestError(f"{url!r} is not an http(s) URL; give the agent's base URL, e.g. https://agents.example.com/researcher")
+        raise A2ARequestError(
+            f"{url!r} is not an http(s) URL; give the agent's base URL, e.g. https://agents.example.com/researcher"
+        )
     missing: list[str] = []
     for card_url in card_urls(url):
         request = http.build_request("GET", card_url, headers=headers)

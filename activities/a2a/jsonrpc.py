@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from activities.a2a import transport
-from activities.a2a.errors import A2AProtocolError
+from stalwart.activities.a2a import transport
+from stalwart.activities.a2a.errors import A2AProtocolError
 
 TASK_NOT_FOUND = -32001
 ERROR_NAMES = {
@@ -32,7 +32,9 @@ ERROR_NAMES = {
 class Endpoint:
     """An agent's JSON-RPC URL with the headers every call carries (protocol version, bearer token)."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, headers: dict[str, str], *, token_env: str | None = None) -> None:
+    def __init__(
+        self, http: httpx.AsyncClient, url: str, headers: dict[str, str], *, token_env: str | None = None
+    ) -> None:
         self.http = http
         self.url = url
         self.headers = headers
@@ -47,11 +49,15 @@ class Endpoint:
         transport.check_status(response, what, token_env=self.token_env)
         body = transport.json_body(response, what)
         if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or ("result" not in body and "error" not in body):
-            raise A2AProtocolError(f"{what}: {self.url} did not answer a JSON-RPC 2.0 response; is it an A2A JSON-RPC endpoint?")
+            raise A2AProtocolError(
+                f"{what}: {self.url} did not answer a JSON-RPC 2.0 response; is it an A2A JSON-RPC endpoint?"
+            )
         error = body.get("error")
         if error is not None:
             code = error.get("code") if isinstance(error, dict) else None
-            raise A2AProtocolError(f"{what}: the agent answered {_describe(error)}", rpc_code=code if isinstance(code, int) else None)
+            raise A2AProtocolError(
+                f"{what}: the agent answered {_describe(error)}", rpc_code=code if isinstance(code, int) else None
+            )
         return body["result"]
 
 

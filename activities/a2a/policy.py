@@ -16,13 +16,13 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from activities.a2a.errors import (
+from stalwart.activities.a2a.errors import (
     A2AProtocolError,
     A2ARequestError,
     A2ATaskError,
     A2AUnavailableError,
 )
-from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
+from stalwart.contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
 
 A2A_DELEGATE = "a2a_delegate"
 """Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from activities.a2a.errors import A2AProtocolError, A2ARequestError, A2AUnavailableError
-from activities.retry_after import retry_after_seconds
+from stalwart.activities.a2a.errors import A2AProtocolError, A2ARequestError, A2AUnavailableError
+from stalwart.activities.retry_after import retry_after_seconds
 
 _RETRYABLE_STATUS = {408, 425, 429}
 

@@ -15,12 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from activities.a2a.errors import A2AProtocolError
+from stalwart.activities.a2a.errors import A2AProtocolError
 
 TaskState = Literal[
     "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected", "auth-required"
 ]
-END_STATES: frozenset[str] = frozenset({"input-required", "completed", "canceled", "failed", "rejected", "auth-required"})
+END_STATES: frozenset[str] = frozenset(
+    {"input-required", "completed", "canceled", "failed", "rejected", "auth-required"}
+)
 """States after which polling stops: the task is over, or it waits for us."""
 _KNOWN_STATES = {"submitted", "working", *END_STATES}
 
@@ -162,7 +164,9 @@ def _task_reply(result: Any, part_text: PartText) -> Reply:
         raise A2AProtocolError(f"task {task['id']} is in unknown state {status['state']!r}")
     state = cast(TaskState, state)
     artifacts = "\n".join(
-        _parts_text(artifact.get("parts"), part_text) for artifact in task.get("artifacts") or [] if isinstance(artifact, dict)
+        _parts_text(artifact.get("parts"), part_text)
+        for artifact in task.get("artifacts") or []
+        if isinstance(artifact, dict)
     ).strip()
     said = _parts_text((status.get("message") or {}).get("parts"), part_text)
     # The answer of a finished task is its artifacts; a question, refusal or failure is in the status message.

@@ -19,9 +19,9 @@ from collections.abc import Collection, Sequence
 
 from mcp.types import Tool
 
-from activities.mcp.errors import McpConfigError
-from contracts.agent import McpServerSpec
-from contracts.tools import ToolSpec
+from stalwart.activities.mcp.errors import McpConfigError
+from stalwart.contracts.agent import McpServerSpec
+from stalwart.contracts.tools import ToolSpec
 
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -35,13 +35,16 @@ def allowed(spec: McpServerSpec, tools: Sequence[Tool]) -> list[Tool]:
     missing = [name for name in spec.tools if name not in offered]
     if missing:
         raise McpConfigError(
-            f"MCP server {spec.name!r} has no tool(s) {', '.join(missing)} (it offers: {', '.join(sorted(offered)) or 'none'}); "
+            f"MCP server {spec.name!r} has no tool(s) {', '.join(missing)} "
+            f"(it offers: {', '.join(sorted(offered)) or 'none'}); "
             f"fix `tools` of that server in the agent file"
         )
     return [tool for tool in tools if tool.name in spec.tools]
 
 
-def tool_specs(servers: Sequence[tuple[McpServerSpec, Sequence[Tool]]], taken: Collection[str], own: Collection[str]) -> list[ToolSpec]:
+def tool_specs(
+    servers: Sequence[tuple[McpServerSpec, Sequence[Tool]]], taken: Collection[str], own: Collection[str]
+) -> list[ToolSpec]:
     """ToolSpecs for the servers' (allowed) tools, named by the policy above.
 
     `taken` is every name a handler answers to in this worker; `own` the
@@ -85,7 +88,9 @@ def _check_unique(specs: Sequence[ToolSpec], taken: Collection[str], own: Collec
         owners[name] = ["the agent's `tools`"]
     for spec in specs:
         assert spec.server is not None
-        owners.setdefault(spec.name, []).append(f"MCP server {spec.server.name!r} (tool {spec.remote_name or spec.name!r})")
+        owners.setdefault(spec.name, []).append(
+            f"MCP server {spec.server.name!r} (tool {spec.remote_name or spec.name!r})"
+        )
     clashes = {name: where for name, where in owners.items() if len(where) > 1}
     if clashes:
         detail = "; ".join(f"{name!r} comes from {' and '.join(where)}" for name, where in sorted(clashes.items()))

@@ -16,8 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 import anyio
 from mcp import Client, Implementation
 
-from activities.mcp.transport import open_transport
-from contracts.agent import McpServerSpec
+from stalwart.activities.mcp.transport import open_transport
+from stalwart.contracts.agent import McpServerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +50,17 @@ class McpConnection:
 
     @property
     def alive(self) -> bool:
-        return self._client is not None and not self._ended.is_set() and self._owner is not None and not self._owner.done()
+        return (
+            self._client is not None and not self._ended.is_set() and self._owner is not None and not self._owner.done()
+        )
 
     async def open(self) -> None:
         """Start the server (or reach it) and finish the MCP handshake; raises what stopped it."""
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         # A fresh context: the session outlives the activity that happened to open it.
-        self._owner = asyncio.create_task(self._own(ready), name=f"mcp server {self.spec.name}", context=contextvars.Context())
+        self._owner = asyncio.create_task(
+            self._own(ready), name=f"mcp server {self.spec.name}", context=contextvars.Context()
+        )
         try:
             self._client = await ready
         except BaseException:
@@ -75,7 +79,7 @@ class McpConnection:
             async with Client(open_transport(self.spec, self._ended), cache=None, client_info=_client_info()) as client:
                 ready.set_result(client)
                 await self._closing.wait()
-        except BaseException as err:  # noqa: BLE001 - handed to the opener, or logged once the session is over
+        except BaseException as err:
             self.failure = err
             if not ready.done():
                 ready.cancel() if isinstance(err, asyncio.CancelledError) else ready.set_exception(err)

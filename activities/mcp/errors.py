@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.tools.registry import RetryableToolError
+from stalwart.activities.tools.registry import RetryableToolError
 
 
 class McpConfigError(Exception):

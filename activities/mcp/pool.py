@@ -15,14 +15,14 @@ import httpx2
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool
 
-from activities.mcp.connection import McpConnection
-from activities.mcp.errors import (
+from stalwart.activities.mcp.connection import McpConnection
+from stalwart.activities.mcp.errors import (
     McpConfigError,
     McpServerExited,
     McpToolError,
     McpUnavailable,
 )
-from contracts.agent import McpServerSpec, McpStdioServer
+from stalwart.contracts.agent import McpServerSpec, McpStdioServer
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class McpPool:
                 await connection.open()
             except asyncio.CancelledError:
                 raise
-            except BaseException as err:  # noqa: BLE001 - classified into what the user should do
+            except BaseException as err:
                 raise _connect_error(spec, _leaf(err) or err) from err
             self._connections[key] = connection
             return connection
@@ -78,7 +78,9 @@ class McpPool:
             if err.code == CONNECTION_CLOSED:
                 await self._discard(spec, connection)
                 raise McpUnavailable(f"MCP server {spec.name!r} went away while listing its tools") from err
-            raise McpConfigError(f"MCP server {spec.name!r} cannot list its tools: {err}. Is it an MCP server with tools?") from err
+            raise McpConfigError(
+                f"MCP server {spec.name!r} cannot list its tools: {err}. Is it an MCP server with tools?"
+            ) from err
         raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
 
     async def call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -91,7 +93,9 @@ class McpPool:
                 await self._discard(spec, connection)
                 if isinstance(_leaf(connection.failure), _NOT_SENT):
                     # The request never reached the server, so trying again (on a new session) is safe.
-                    raise McpUnavailable(f"MCP server {spec.name!r}: lost the connection ({_leaf(connection.failure)})") from err
+                    raise McpUnavailable(
+                        f"MCP server {spec.name!r}: lost the connection ({_leaf(connection.failure)})"
+                    ) from err
                 raise McpServerExited(
                     f"MCP server {spec.name!r} closed the connection while running {name!r} (did it crash?)"
                 ) from err
@@ -152,5 +156,6 @@ def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
             f"Check `url` and `headers` in the agent file."
         )
     return McpUnavailable(
-        f"MCP server {spec.name!r}: cannot reach {spec.url} ({type(err).__name__}: {err}). Check that the server is running."
+        f"MCP server {spec.name!r}: cannot reach {spec.url} ({type(err).__name__}: {err}). "
+        "Check that the server is running."
     )

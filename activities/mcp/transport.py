@@ -20,8 +20,8 @@ from mcp import StdioServerParameters, stdio_client
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
-from activities.mcp.errors import McpConfigError
-from contracts.agent import McpServerSpec, McpStdioServer
+from stalwart.activities.mcp.errors import McpConfigError
+from stalwart.contracts.agent import McpServerSpec, McpStdioServer
 
 PYTHON_COMMANDS = ("python", "python3")
 """Commands that mean the worker's own interpreter, so a server written in Python finds the worker's `mcp`."""
@@ -63,11 +63,15 @@ async def open_transport(
         async with stdio_client(stdio_parameters(spec, environ)) as (read, write):
             yield _WatchedReadStream(read, ended), write
         return
-    headers = {key: expand(value, environ, f"MCP server {spec.name!r}: header {key}") for key, value in spec.headers.items()}
+    headers = {
+        key: expand(value, environ, f"MCP server {spec.name!r}: header {key}") for key, value in spec.headers.items()
+    }
     timeout = httpx2.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_STREAM_READ_SECONDS)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-        async with streamable_http_client(spec.url, http_client=http) as (read, write):
-            yield _WatchedReadStream(read, ended), write
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(spec.url, http_client=http) as (read, write),
+    ):
+        yield _WatchedReadStream(read, ended), write
 
 
 class _WatchedReadStream:

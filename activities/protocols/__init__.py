@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from activities.protocols.text_protocol import TextProtocol, fenced_protocol, json_protocol
-from activities.providers.base import StreamingModelProvider
-from contracts.agent import ActionFormat
+from stalwart.activities.protocols.text_protocol import TextProtocol, fenced_protocol, json_protocol
+from stalwart.activities.providers.base import StreamingModelProvider
+from stalwart.contracts.agent import ActionFormat
 
 
 def wrap(provider: StreamingModelProvider, action_format: ActionFormat) -> StreamingModelProvider:

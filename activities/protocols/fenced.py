@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any
 
-from activities.protocols.prompts import FENCED_AGENT_INSTRUCTIONS, FENCED_TOOLS_INSTRUCTIONS
-from activities.protocols.reading import Reading, delegation_call, tool_call
+from stalwart.activities.protocols.prompts import FENCED_AGENT_INSTRUCTIONS, FENCED_TOOLS_INSTRUCTIONS
+from stalwart.activities.protocols.reading import Reading, delegation_call, tool_call
 
 BLOCK = re.compile(r"```tool_call\s*\n(\{.*?\})\s*\n```", re.DOTALL)
 DELEGATE_BLOCK = re.compile(r"```delegate\s*\n(\{.*?\})\s*\n```", re.DOTALL)

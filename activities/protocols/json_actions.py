@@ -12,8 +12,12 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from activities.protocols.prompts import JSON_AGENT_INSTRUCTIONS, JSON_TOOLS_INSTRUCTIONS, NO_ACTION_INSTRUCTIONS
-from activities.protocols.reading import Reading, delegation_call, tool_call
+from stalwart.activities.protocols.prompts import (
+    JSON_AGENT_INSTRUCTIONS,
+    JSON_TOOLS_INSTRUCTIONS,
+    NO_ACTION_INSTRUCTIONS,
+)
+from stalwart.activities.protocols.reading import Reading, delegation_call, tool_call
 
 REMINDER = f"{JSON_TOOLS_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
 AGENT_REMINDER = f"{JSON_AGENT_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
@@ -64,7 +68,8 @@ def balanced_objects(text: str) -> list[str]:
 
 
 def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
-    """What a phase-1 reply asks for: a tool call, a delegation to one of `agents`, the final answer (`{}` or no action), or a correction."""
+    """What a phase-1 reply asks for: a tool call, a delegation to one of `agents`, the final answer
+    (`{}` or no action), or a correction."""
     action = parse_action(content)
     if action is None:
         if '"tool"' in content:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from contracts.tools import ToolSpec
+from stalwart.contracts.tools import ToolSpec
 
 JSON_TOOLS_INSTRUCTIONS = """To use a tool, respond with ONLY this JSON (no other text):
 {"tool": "tool_name", "arguments": {"arg1": "value1"}}
@@ -45,7 +45,8 @@ def agents_description(agents: list[ToolSpec]) -> str:
 
 
 def _sections(tools: list[ToolSpec], tools_instructions: str, agent_instructions: str) -> list[str]:
-    """The seed's `## Available Tools` and `## Available Agents for Delegation` sections, each only when it has entries."""
+    """The seed's `## Available Tools` and `## Available Agents for Delegation` sections, each only when it has
+    entries."""
     functions = [t for t in tools if t.kind != "agent"]
     agents = [t for t in tools if t.kind == "agent"]
     parts: list[str] = []
@@ -65,7 +66,9 @@ def json_system_prompt(instructions: str, tools: list[ToolSpec]) -> str:
     """Seed 000: instructions, the tools and how to call them, then how to say "no action"."""
     if not tools:
         return instructions
-    return "\n".join([instructions, *_sections(tools, JSON_TOOLS_INSTRUCTIONS, JSON_AGENT_INSTRUCTIONS), NO_ACTION_INSTRUCTIONS])
+    return "\n".join(
+        [instructions, *_sections(tools, JSON_TOOLS_INSTRUCTIONS, JSON_AGENT_INSTRUCTIONS), NO_ACTION_INSTRUCTIONS]
+    )
 
 
 def fenced_system_prompt(instructions: str, tools: list[ToolSpec]) -> str:

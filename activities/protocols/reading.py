@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.messages import ToolCall
+from stalwart.contracts.messages import ToolCall
 
 
 @dataclass

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from activities.protocols import fenced, json_actions
-from activities.providers.base import StreamingModelProvider
-from activities.protocols.prompts import agent_names, fenced_system_prompt, json_system_prompt
-from activities.protocols.reading import Reading
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn, Message, ToolResult
-from contracts.tools import ToolSpec
+from stalwart.activities.protocols import fenced, json_actions
+from stalwart.activities.protocols.prompts import agent_names, fenced_system_prompt, json_system_prompt
+from stalwart.activities.protocols.reading import Reading
+from stalwart.activities.providers.base import StreamingModelProvider
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn, Message, ToolResult
+from stalwart.contracts.tools import ToolSpec
 
 
 class TextProtocol:
@@ -31,7 +31,7 @@ class TextProtocol:
         inner: StreamingModelProvider,
         prompt: Callable[[str, list[ToolSpec]], str],
         reader: Callable[[str, int, frozenset[str]], Reading],
-        gate: Callable[[TurnObserver], "Gate"],
+        gate: Callable[[TurnObserver], Gate],
     ) -> None:
         self.inner = inner
         self._prompt = prompt
@@ -48,7 +48,11 @@ class TextProtocol:
         reading = self._reader(turn.text, context.step, agent_names(context.tools))
         gate.finish(called_tools=bool(reading.tool_calls) or reading.feedback is not None or reading.wants_final_answer)
         return turn.model_copy(
-            update={"tool_calls": reading.tool_calls, "wants_final_answer": reading.wants_final_answer, "feedback": reading.feedback}
+            update={
+                "tool_calls": reading.tool_calls,
+                "wants_final_answer": reading.wants_final_answer,
+                "feedback": reading.feedback,
+            }
         )
 
 
@@ -69,7 +73,8 @@ def _as_text(message: Message, agents: frozenset[str]) -> Message:
 
 
 def results_text(results: list[ToolResult], agents: frozenset[str] = frozenset()) -> str:
-    """Tool results as the seed feeds them back (`Agent response: ...` from the `agents`); several are told apart by name."""
+    """Tool results as the seed feeds them back (`Agent response: ...` from the `agents`);
+    several are told apart by name."""
 
     def line(r: ToolResult) -> str:
         content = r.content

@@ -6,9 +6,9 @@
 | `openai:gpt-4.1-mini`             | OpenAI Chat Completions               | OPENAI_API_KEY      |
 | `openai-responses:gpt-4.1-mini`   | OpenAI Responses                      | OPENAI_API_KEY      |
 | `anthropic:claude-sonnet-4-5`     | Anthropic Messages                    | ANTHROPIC_API_KEY   |
-| `openai-compatible:llama3.1`      | Chat Completions at the agent's `base_url` (vLLM, llama.cpp, LM Studio) | `api_key_env` if set |
-| `ollama:llama3.1`                 | Chat Completions at `base_url`, default http://localhost:11434/v1 | `api_key_env` if set |
-| `auto`                            | the first of OpenAI, Anthropic whose key is set, else scripted (`choose_model`) | |
+| `openai-compatible:llama3.1` | Chat Completions at `base_url` (vLLM, llama.cpp, LM Studio) | `api_key_env` if set |
+| `ollama:llama3.1` | Chat Completions at `base_url`, default http://localhost:11434/v1 | `api_key_env` if set |
+| `auto` | the first of OpenAI, Anthropic whose key is set, else scripted (`choose_model`) | |
 
 `api_key_env` names another variable of the worker's environment for any of them.
 Under `[extra]` an agent may set `first_token_seconds` (default 90: a stream
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from activities.providers.anthropic import AnthropicProvider
-from activities.providers.calling import Endpoint
-from activities.providers.base import (
+from stalwart.activities.providers.anthropic import AnthropicProvider
+from stalwart.activities.providers.base import (
     AnyModelProvider,
     ModelConfigError,
     ModelError,
@@ -32,12 +31,13 @@ from activities.providers.base import (
     ModelUnavailableError,
     StreamingModelProvider,
 )
-from activities.providers.choice import AUTO, ModelChoice, choose_model
-from activities.providers.clients import SdkClients
-from activities.providers.openai_chat import OpenAIChatProvider
-from activities.providers.openai_responses import OpenAIResponsesProvider
-from activities.providers.scripted import ScriptedProvider
-from contracts.agent import AgentSpec
+from stalwart.activities.providers.calling import Endpoint
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.providers.openai_chat import OpenAIChatProvider
+from stalwart.activities.providers.openai_responses import OpenAIResponsesProvider
+from stalwart.activities.providers.scripted import ScriptedProvider
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.model_choice import AUTO, ModelChoice, choose_model
 
 ProviderFactory = Callable[[AgentSpec, SdkClients], AnyModelProvider]
 """Makes an agent's provider; streaming SDK providers take the worker's clients (`activities.providers.clients`)."""
@@ -48,7 +48,7 @@ def _compatible(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:
     if not agent.base_url:
         raise ModelConfigError(
             f"agent {agent.name!r} uses {agent.model!r} but sets no `base_url`; an OpenAI-compatible server needs "
-            f"one, e.g. base_url = \"http://localhost:8000/v1\" for vLLM."
+            f'one, e.g. base_url = "http://localhost:8000/v1" for vLLM.'
         )
     return OpenAIChatProvider(Endpoint("openai-compatible", None), clients, legacy_max_tokens=True)
 
@@ -59,7 +59,9 @@ PROVIDERS: dict[str, ProviderFactory] = {
     "openai-responses": lambda agent, clients: OpenAIResponsesProvider(clients),
     "anthropic": lambda agent, clients: AnthropicProvider(clients),
     "openai-compatible": _compatible,
-    "ollama": lambda agent, clients: OpenAIChatProvider(Endpoint("ollama", None, OLLAMA_BASE_URL), clients, legacy_max_tokens=True),
+    "ollama": lambda agent, clients: OpenAIChatProvider(
+        Endpoint("ollama", None, OLLAMA_BASE_URL), clients, legacy_max_tokens=True
+    ),
 }
 
 
@@ -80,7 +82,9 @@ def resolve(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:
             f"use one of: {', '.join(sorted(PROVIDERS))} (as `provider:model-name`)."
         )
     if prefix != "scripted" and not name:
-        raise ModelConfigError(f"agent {agent.name!r} names provider {prefix!r} but no model; write `{prefix}:model-name`.")
+        raise ModelConfigError(
+            f"agent {agent.name!r} names provider {prefix!r} but no model; write `{prefix}:model-name`."
+        )
     return factory(agent, clients)
 
 

@@ -11,16 +11,17 @@ from typing import Any, Literal
 
 import anthropic
 
-from activities.providers import errors, tool_arguments
-from activities.providers.calling import Endpoint, streamed_turn
-from activities.providers.clients import SdkClients
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers.calling import Endpoint, streamed_turn
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "anthropic"
 _REBUILT = {"text", "tool_use"}
-"""Blocks rebuilt from the turn's text and calls; a turn with others (signed thinking) keeps its blocks, in history once."""
+"""Blocks rebuilt from the turn's text and calls; a turn with others (signed thinking) keeps its blocks, in history
+once."""
 DEFAULT_MAX_TOKENS = 8192
 """Anthropic requires max_tokens; used when the agent sets no `max_output_tokens`."""
 
@@ -58,7 +59,9 @@ class AnthropicProvider:
         if agent.temperature is not None:
             request["temperature"] = min(agent.temperature, 1.0)
         if context.tools:
-            request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in context.tools]
+            request["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in context.tools
+            ]
             request["tool_choice"] = {"type": "auto" if context.tools_enabled else "none"}
         return request
 
@@ -118,7 +121,9 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
     raise errors.incomplete(target)
 
 
-def _apply(block: dict[str, Any], json_parts: dict[int, list[str]], index: int, delta: Any, observer: TurnObserver) -> None:
+def _apply(
+    block: dict[str, Any], json_parts: dict[int, list[str]], index: int, delta: Any, observer: TurnObserver
+) -> None:
     if delta.type == "text_delta":
         block["text"] = block.get("text", "") + delta.text
         observer.text(delta.text)
@@ -130,20 +135,25 @@ def _apply(block: dict[str, Any], json_parts: dict[int, list[str]], index: int, 
         block["signature"] = block.get("signature", "") + delta.signature
 
 
-def _turn(blocks: list[dict[str, Any]], json_parts: dict[int, list[str]], order: list[int], usage: Usage, model: str) -> AssistantTurn:
+def _turn(
+    blocks: list[dict[str, Any]], json_parts: dict[int, list[str]], order: list[int], usage: Usage, model: str
+) -> AssistantTurn:
     calls: list[ToolCall] = []
-    for index, block in zip(order, blocks):
+    for index, block in zip(order, blocks, strict=True):
         if block["type"] == "tool_use":
             arguments, problem = tool_arguments.parse("".join(json_parts.get(index, [])))
             block["input"] = arguments
             calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments, arguments_error=problem))
     text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
     plain = all(b["type"] in _REBUILT for b in blocks)
-    return AssistantTurn(text=text, tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: blocks})
+    return AssistantTurn(
+        text=text, tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: blocks}
+    )
 
 
 def _usage(reported: Any, known: Usage) -> Usage:
-    """Anthropic reports uncached input apart from cache reads and writes; Stalwart counts all input, cached included."""
+    """Anthropic reports uncached input apart from cache reads and writes;
+    Stalwart counts all input, cached included."""
     if reported is None:
         return known
     cached = getattr(reported, "cache_read_input_tokens", None)

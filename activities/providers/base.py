@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn
 
 
 class ModelProvider(Protocol):

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from activities.providers.base import AnyModelProvider, ModelProvider, StreamingModelProvider
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn
+from stalwart.activities.providers.base import AnyModelProvider, ModelProvider, StreamingModelProvider
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 

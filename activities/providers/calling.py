@@ -16,11 +16,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from activities.providers import credentials, errors
-from activities.providers.base import ModelUnavailableError
-from activities.providers.clients import ClientT, SdkClients
-from contracts.agent import AgentSpec
-from contracts.messages import AssistantTurn
+from stalwart.activities.providers import credentials, errors
+from stalwart.activities.providers.base import ModelUnavailableError
+from stalwart.activities.providers.clients import ClientT, SdkClients
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import AssistantTurn
 
 FIRST_TOKEN_SECONDS = 90.0
 """Reasoning models on Chat Completions send nothing until they have thought; 90 s leaves room for that."""
@@ -46,7 +46,8 @@ class Endpoint:
 async def events_within(
     open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, stall_seconds: float, what: str
 ) -> AsyncGenerator[Any, None]:
-    """The events of a streamed response: the request and first event must arrive within `first_token_seconds`, each later one within `stall_seconds` of the one before."""
+    """The events of a streamed response: the request and first event must arrive within `first_token_seconds`,
+    each later one within `stall_seconds` of the one before."""
     stream: Any = None
     try:
         try:
@@ -88,7 +89,8 @@ def stall_seconds(extra: dict[str, object]) -> float:
 
 
 def read_seconds(extra: dict[str, object]) -> float:
-    """The SDK client's read timeout: a backstop that must not cut either deadline `events_within` enforces, so the longer of the two."""
+    """The SDK client's read timeout: a backstop that must not cut either deadline `events_within` enforces, so the
+    longer of the two."""
     return max(stall_seconds(extra), first_token_seconds(extra))
 
 

@@ -4,7 +4,7 @@ A new `AsyncOpenAI` or `AsyncAnthropic` per turn costs its construction
 (milliseconds of Python) and a new connection, with a TLS handshake, to a
 provider the worker will call again a moment later. A worker keeps one
 client per SDK, API key, base URL and read timeout instead, and closes
-them all when it stops (`ModelActivities.worker_plugin`). The clients never
+them all when it stops (`StalwartPlugin`). The clients never
 retry (`max_retries=0`): Temporal owns every retry.
 """
 

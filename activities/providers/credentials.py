@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from activities.providers.base import ModelConfigError
-from contracts.agent import AgentSpec
+from stalwart.activities.providers.base import ModelConfigError
+from stalwart.contracts.agent import AgentSpec
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers that want no key (Ollama, llama.cpp, vLLM without --api-key)."""

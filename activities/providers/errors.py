@@ -16,12 +16,14 @@ import httpx
 import httpx2
 import openai
 
-from activities.providers.base import ModelError, ModelRequestError, ModelUnavailableError
-from activities.retry_after import retry_after_seconds
+from stalwart.activities.providers.base import ModelError, ModelRequestError, ModelUnavailableError
+from stalwart.activities.retry_after import retry_after_seconds
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded"}
-_CONTEXT_LENGTH = re.compile(r"context[_ ]length|context window|prompt is too long|maximum context|too many tokens", re.I)
+_CONTEXT_LENGTH = re.compile(
+    r"context[_ ]length|context window|prompt is too long|maximum context|too many tokens", re.I
+)
 _KEYLIKE = re.compile(r"\b(sk|key)-[A-Za-z0-9*_.\-]{4,}")
 
 
@@ -41,24 +43,35 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
         return err
     if isinstance(err, (openai.APIStatusError, anthropic.APIStatusError)):
         return _from_status(err.status_code, err.response.headers, _message(err), _error_type(err.body), target, secret)
-    if isinstance(err, (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException)):
+    if isinstance(
+        err, (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException)
+    ):
         return ModelUnavailableError(f"{_where(target)} timed out; the attempt is retried.")
     if isinstance(err, (openai.APIConnectionError, anthropic.APIConnectionError)):
-        return ModelUnavailableError(f"cannot connect to {_where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried.")
+        return ModelUnavailableError(
+            f"cannot connect to {_where(target)} ({_redact(str(err.__cause__ or err), secret)}); "
+            "the attempt is retried."
+        )
     if isinstance(err, (openai.APIError, anthropic.APIError)):
         kind = _error_type(err.body)
         text = _redact(_message(err), secret)
         if kind is None or kind in _RETRYABLE_TYPES:
-            return ModelUnavailableError(f"{_where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried.")
+            return ModelUnavailableError(
+                f"{_where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried."
+            )
         return ModelRequestError(f"{_where(target)} refused the request ({kind}: {text}).")
     if isinstance(err, httpx2.HTTPError):
-        return ModelUnavailableError(f"the stream from {_where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried.")
+        return ModelUnavailableError(
+            f"the stream from {_where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."
+        )
     return None
 
 
 def incomplete(target: Target) -> ModelUnavailableError:
     """A stream that ended without its closing event: the turn is unusable and is generated again."""
-    return ModelUnavailableError(f"the stream from {_where(target)} ended before the response was complete; the attempt is retried.")
+    return ModelUnavailableError(
+        f"the stream from {_where(target)} ended before the response was complete; the attempt is retried."
+    )
 
 
 def _from_status(
@@ -88,7 +101,8 @@ def _from_status(
         )
     if _CONTEXT_LENGTH.search(message) or kind == "context_length_exceeded":
         return ModelRequestError(
-            f"the conversation no longer fits model {target.model!r}'s context window ({status}: {text}). Set a smaller "
+            f"the conversation no longer fits model {target.model!r}'s context window ({status}: {text}). "
+            "Set a smaller "
             f"`history_limit` in the agent file, shorten tool results, or choose a model with a longer context."
         )
     return ModelRequestError(

@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 import openai
 
-from activities.providers import errors, tool_arguments
-from activities.providers.calling import Endpoint, streamed_turn
-from activities.providers.clients import SdkClients
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers.calling import Endpoint, streamed_turn
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "openai_chat"
 
@@ -61,7 +61,10 @@ class OpenAIChatProvider:
             request["max_tokens" if self._legacy_max_tokens else "max_completion_tokens"] = agent.max_output_tokens
         if context.tools:
             request["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
                 for t in context.tools
             ]
             request["tool_choice"] = "auto" if context.tools_enabled else "none"
@@ -135,10 +138,13 @@ def _turn(text: str, calls: dict[int, dict[str, Any]], usage: Usage, step: int, 
         call_id = call["id"] or f"call_{step}_{n}"
         arguments, problem = tool_arguments.parse(call["arguments"])
         tool_calls.append(ToolCall(id=call_id, name=call["name"], arguments=arguments, arguments_error=problem))
-        raw_calls.append({"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
+        raw_calls.append(
+            {"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
+        )
     raw: dict[str, Any] = {"role": "assistant", "content": text or None}
     if raw_calls:
         raw["tool_calls"] = raw_calls
     as_written = any(call.arguments_error for call in tool_calls)
-    return AssistantTurn(text=text, tool_calls=tool_calls, usage=usage, model=model, provider_raw={RAW_KEY: raw} if as_written else None)
-
+    return AssistantTurn(
+        text=text, tool_calls=tool_calls, usage=usage, model=model, provider_raw={RAW_KEY: raw} if as_written else None
+    )

@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 import openai
 
-from activities.providers import errors, tool_arguments
-from activities.providers.calling import Endpoint, streamed_turn
-from activities.providers.clients import SdkClients
-from activities.streaming import TurnObserver
-from contracts.activities import ModelContext
-from contracts.messages import AssistantTurn, Message, ToolCall, Usage
+from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers.calling import Endpoint, streamed_turn
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.streaming import TurnObserver
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "openai_responses"
 _DONE = {"response.completed", "response.incomplete"}
@@ -30,7 +30,9 @@ class OpenAIResponsesProvider:
 
     streaming: Literal[True] = True
 
-    def __init__(self, clients: SdkClients, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")) -> None:
+    def __init__(
+        self, clients: SdkClients, endpoint: Endpoint = Endpoint("openai-responses", "OPENAI_API_KEY")
+    ) -> None:
         self.endpoint = endpoint
         self.clients = clients
 
@@ -60,7 +62,13 @@ class OpenAIResponsesProvider:
             request["max_output_tokens"] = agent.max_output_tokens
         if context.tools:
             request["tools"] = [
-                {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": False,
+                }
                 for t in context.tools
             ]
             request["tool_choice"] = "auto" if context.tools_enabled else "none"
@@ -77,7 +85,9 @@ def response_input(context: ModelContext) -> list[dict[str, Any]]:
 
 def _items(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in message.tool_results]
+        return [
+            {"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in message.tool_results
+        ]
     if message.role == "assistant":
         raw = message.provider_raw
         if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), list):
@@ -104,7 +114,11 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
         elif kind == "response.failed":
             failure = event.response.error
             raise errors.translate(
-                openai.APIError(failure.message if failure else "response failed", None, body={"error": failure.model_dump() if failure else {}}),  # type: ignore[arg-type]
+                openai.APIError(
+                    failure.message if failure else "response failed",
+                    None,  # type: ignore[arg-type]
+                    body={"error": failure.model_dump() if failure else {}},
+                ),
                 target,
                 None,
             ) or errors.incomplete(target)
@@ -137,4 +151,6 @@ def _turn(response: Any, model: str) -> AssistantTurn:
             cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
         )
     plain = all(item["type"] in _REBUILT for item in raw)
-    return AssistantTurn(text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: raw})
+    return AssistantTurn(
+        text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: raw}
+    )

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 
-from activities.providers.base import ModelConfigError
-from contracts.activities import ModelContext
-from contracts.agent import ScriptedReply
-from contracts.messages import AssistantTurn, ToolCall, Usage
+from stalwart.activities.providers.base import ModelConfigError
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import ScriptedReply
+from stalwart.contracts.messages import AssistantTurn, ToolCall, Usage
 
 MOCK_ENV = "DEBUG_MOCK_RESPONSES"
 

@@ -13,7 +13,10 @@ def parse(raw: str | None) -> tuple[dict[str, Any], str | None]:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as err:
-        return {}, f"the arguments are not valid JSON ({err.msg} at position {err.pos}): {raw[:200]!r}. Send a JSON object."
+        return (
+            {},
+            f"the arguments are not valid JSON ({err.msg} at position {err.pos}): {raw[:200]!r}. Send a JSON object.",
+        )
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, got {type(value).__name__}: {raw[:200]!r}."
     return value, None

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from activities.tools.registry import Tool, tool
+from stalwart.activities.tools.registry import Tool, tool
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -31,7 +31,15 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS: dict[str, Callable[..., float]] = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max, "log": math.log, "exp": math.exp}
+_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "sqrt": math.sqrt,
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+    "log": math.log,
+    "exp": math.exp,
+}
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 _MAX_EXPONENT = 10_000
 
@@ -136,19 +144,23 @@ class HttpPolicy:
 
     def allows(self, host: str) -> bool:
         host = host.lower().rstrip(".")
-        return any(host == entry or (entry.startswith("*.") and host.endswith(entry[1:])) for entry in self.allowed_hosts)
+        return any(
+            host == entry or (entry.startswith("*.") and host.endswith(entry[1:])) for entry in self.allowed_hosts
+        )
 
     def check(self, url: httpx.URL, *, redirected: bool = False) -> None:
         if url.scheme not in ("http", "https"):
             raise ValueError(f"cannot fetch {url}: only http:// and https:// URLs are supported")
         if not self.allowed_hosts:
             raise NotAllowed(
-                f"http_get is off on this worker; set {self.setting} to the hosts it may fetch (e.g. example.com,*.python.org)"
+                f"http_get is off on this worker; set {self.setting} to the hosts it may fetch "
+                "(e.g. example.com,*.python.org)"
             )
         if not self.allows(url.host):
             what = "redirected to host" if redirected else "host"
             raise NotAllowed(
-                f"{what} {url.host} is not allowed; add it to {self.setting} (allowed now: {', '.join(self.allowed_hosts)})"
+                f"{what} {url.host} is not allowed; add it to {self.setting} "
+                f"(allowed now: {', '.join(self.allowed_hosts)})"
             )
 
 
@@ -223,7 +235,9 @@ def confined(root: Path, path: str) -> Path:
         raise NotAllowed(f"the readable directory {root} does not exist; fix {FILES_ROOT_ENV} on the worker") from err
     target = (base / path).resolve()
     if not target.is_relative_to(base):
-        raise NotAllowed(f"{path} is outside the readable directory; give a path inside it, without '..' or links that leave it")
+        raise NotAllowed(
+            f"{path} is outside the readable directory; give a path inside it, without '..' or links that leave it"
+        )
     if not target.is_file():
         raise FileNotFoundError(f"no file {path} in the readable directory")
     return target

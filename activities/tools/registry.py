@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from contracts.tools import ToolSpec
+from stalwart.contracts.tools import ToolSpec
 
 
 class RetryableToolError(Exception):
@@ -125,7 +125,8 @@ def tool(
 
 
 KindHandler = Callable[[ToolSpec, dict[str, Any], ToolContext], Awaitable[Any]]
-"""Runs any tool of one kind (e.g. "mcp"): gets the tool's spec, the arguments and the context; its return is rendered like a tool's."""
+"""Runs any tool of one kind (e.g. "mcp"): gets the tool's spec, the arguments and the context; its return is
+rendered like a tool's."""
 
 
 class ToolRegistry:
@@ -153,7 +154,9 @@ class ToolRegistry:
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         registered = item if isinstance(item, Tool) else tool(item)
         if registered.name in self._tools and self._tools[registered.name] is not registered:
-            raise ValueError(f"two tools are named {registered.name!r}; give one of them another name with @tool(name=...)")
+            raise ValueError(
+                f"two tools are named {registered.name!r}; give one of them another name with @tool(name=...)"
+            )
         self._tools[registered.name] = registered
         return registered
 
@@ -191,12 +194,12 @@ def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> tuple[
             context_parameter = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {fn.__name__}: *args and **kwargs cannot be described to a model; name each parameter")
+            raise TypeError(
+                f"tool {fn.__name__}: *args and **kwargs cannot be described to a model; name each parameter"
+            )
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, Field(default, description=arg_docs.get(param.name)))
-    model = create_model(  # type: ignore[call-overload]
-        f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_parameter
 
 
@@ -214,7 +217,11 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         if stripped in ("Args:", "Arguments:", "Parameters:"):
             section, current = "args", None
             continue
-        if stripped.endswith(":") and not line.startswith(" ") and stripped[:-1] in ("Returns", "Raises", "Yields", "Examples"):
+        if (
+            stripped.endswith(":")
+            and not line.startswith(" ")
+            and stripped[:-1] in ("Returns", "Raises", "Yields", "Examples")
+        ):
             section = "other"
             continue
         if section == "summary":

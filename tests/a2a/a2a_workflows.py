@@ -1,4 +1,5 @@
-"""Tiny workflows that run the A2A activities as the agent workflow does: through `policy.delegate` and `policy.describe`.
+"""Tiny workflows that run the A2A activities as the agent workflow does: through `policy.delegate` and
+`policy.describe`.
 
 Kept apart from the test modules so the workflow sandbox never imports the
 HTTP server or client; like workflow code, it imports only contracts and
@@ -10,8 +11,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.a2a import policy
-    from contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
+    from stalwart.activities.a2a import policy
+    from stalwart.contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
 
 
 @workflow.defn

@@ -1,4 +1,5 @@
-"""Fixtures of the A2A tests: a worker running the activities (the live A2A server, `a2a_server`, is in tests/conftest.py)."""
+"""Fixtures of the A2A tests: a worker running the activities (the live A2A server, `a2a_server`, is in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 
 
 @pytest.fixture

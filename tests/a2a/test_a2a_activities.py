@@ -8,14 +8,15 @@ import uuid
 import pytest
 from a2a_requests import delegate
 from a2a_workflows import DelegateWorkflow, DescribeWorkflow
-from support.a2a_agents import A2AServer, roster
-from support.a2a_http import serving
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from activities.a2a import policy
-from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
-from workers.dev_server import free_port
+from stalwart.activities.a2a import policy
+from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
+from stalwart.workers.dev_server import free_port
+
+from support.a2a_agents import A2AServer, roster
+from support.a2a_http import serving
 
 
 async def run_delegate(env, task_queue: str, request: A2ADelegateRequest):
@@ -24,10 +25,15 @@ async def run_delegate(env, task_queue: str, request: A2ADelegateRequest):
     )
 
 
-async def test_describe_reads_name_description_and_skills_from_the_card(time_skipping_env, task_queue, a2a_server, a2a_worker):
+async def test_describe_reads_name_description_and_skills_from_the_card(
+    time_skipping_env, task_queue, a2a_server, a2a_worker
+):
     async with a2a_worker:
         card = await time_skipping_env.client.execute_workflow(
-            DescribeWorkflow.run, A2ADescribeRequest(url=a2a_server.url("echo")), id=f"describe-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+            DescribeWorkflow.run,
+            A2ADescribeRequest(url=a2a_server.url("echo")),
+            id=f"describe-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
         )
     assert (card.name, card.description, card.protocol_version) == ("echo", "Repeats what it is told.", "1.0")
     assert card.card_url == f"{a2a_server.url('echo')}/.well-known/agent-card.json"
@@ -38,11 +44,18 @@ async def test_describe_reads_name_description_and_skills_from_the_card(time_ski
 async def test_delegate_returns_an_immediate_message_reply(time_skipping_env, task_queue, a2a_server, a2a_worker):
     async with a2a_worker:
         result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("echo"), "hello there"))
-    assert (result.text, result.state, result.task_id, result.agent_name) == ("echo: hello there", "completed", None, "echo")
+    assert (result.text, result.state, result.task_id, result.agent_name) == (
+        "echo: hello there",
+        "completed",
+        None,
+        "echo",
+    )
     assert result.context_id
 
 
-async def test_delegate_follows_a_working_task_until_it_completes(time_skipping_env, task_queue, a2a_server, a2a_worker):
+async def test_delegate_follows_a_working_task_until_it_completes(
+    time_skipping_env, task_queue, a2a_server, a2a_worker
+):
     async with a2a_worker:
         result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("researcher"), "qubits"))
     assert (result.text, result.state, result.agent_name) == ("report on qubits", "completed", "researcher")
@@ -51,7 +64,9 @@ async def test_delegate_follows_a_working_task_until_it_completes(time_skipping_
     assert a2a_server.calls[("researcher", "GetTask")] == 3
 
 
-async def test_failed_remote_task_is_a_non_retryable_error_naming_the_reason(time_skipping_env, task_queue, a2a_server, a2a_worker):
+async def test_failed_remote_task_is_a_non_retryable_error_naming_the_reason(
+    time_skipping_env, task_queue, a2a_server, a2a_worker
+):
     async with a2a_worker:
         with pytest.raises(WorkflowFailureError) as caught:
             await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("broken")))
@@ -70,7 +85,10 @@ async def test_delegate_is_retried_while_the_agent_is_down(time_skipping_env, ta
     server = A2AServer(roster(), port=port)
     async with a2a_worker:
         handle = await time_skipping_env.client.start_workflow(
-            DelegateWorkflow.run, delegate(server.url("echo"), "are you up?"), id=f"down-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+            DelegateWorkflow.run,
+            delegate(server.url("echo"), "are you up?"),
+            id=f"down-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
         )
         first_failure = await _first_activity_failure(handle)
         async with serving(server.app(), port):
@@ -79,7 +97,9 @@ async def test_delegate_is_retried_while_the_agent_is_down(time_skipping_env, ta
     assert result.text == "echo: are you up?"
 
 
-async def test_a_retry_after_a_failed_poll_follows_the_same_remote_task(time_skipping_env, task_queue, a2a_server, a2a_worker):
+async def test_a_retry_after_a_failed_poll_follows_the_same_remote_task(
+    time_skipping_env, task_queue, a2a_server, a2a_worker
+):
     async with a2a_worker:
         result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("hiccup"), "qubits"))
     assert (result.text, result.task_id) == ("report on qubits", next(iter(a2a_server.tasks)))
@@ -94,7 +114,9 @@ async def test_a_busy_agent_is_asked_again_after_its_retry_after(time_skipping_e
     assert a2a_server.calls[("busy", "SendMessage")] == 2
 
 
-async def test_delegate_speaks_a2a_0_3_to_an_agent_with_a_legacy_card(time_skipping_env, task_queue, a2a_server, a2a_worker):
+async def test_delegate_speaks_a2a_0_3_to_an_agent_with_a_legacy_card(
+    time_skipping_env, task_queue, a2a_server, a2a_worker
+):
     async with a2a_worker:
         result = await run_delegate(time_skipping_env, task_queue, delegate(a2a_server.url("legacy"), "history of A2A"))
     assert (result.text, result.state, result.agent_name) == ("report on history of A2A", "completed", "legacy")

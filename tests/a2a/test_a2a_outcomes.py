@@ -16,9 +16,9 @@ from a2a_requests import delegate
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.a2a import policy
-from activities.a2a.activities import a2a_delegate, a2a_describe
-from contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
+from stalwart.activities.a2a import policy
+from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
 
 
 async def failure_of(request: A2ADelegateRequest) -> ApplicationError:
@@ -29,7 +29,11 @@ async def failure_of(request: A2ADelegateRequest) -> ApplicationError:
 
 async def test_http_429_is_retried_after_the_agents_retry_after(a2a_server):
     error = await failure_of(delegate(a2a_server.url("busy")))
-    assert (error.type, error.non_retryable, error.next_retry_delay) == (policy.UNAVAILABLE_ERROR, False, timedelta(seconds=7))
+    assert (error.type, error.non_retryable, error.next_retry_delay) == (
+        policy.UNAVAILABLE_ERROR,
+        False,
+        timedelta(seconds=7),
+    )
     assert "answered HTTP 429" in error.message
 
 
@@ -79,7 +83,9 @@ async def test_cancelling_the_delegation_cancels_the_remote_task(a2a_server):
 
 async def test_the_bearer_token_is_read_from_the_workers_environment(a2a_server, monkeypatch):
     monkeypatch.setenv("PRIVATE_AGENT_TOKEN", "s3cret")
-    result = await ActivityEnvironment().run(a2a_delegate, delegate(a2a_server.url("private"), "hi", auth_token_env="PRIVATE_AGENT_TOKEN"))
+    result = await ActivityEnvironment().run(
+        a2a_delegate, delegate(a2a_server.url("private"), "hi", auth_token_env="PRIVATE_AGENT_TOKEN")
+    )
     assert result.text == "echo: hi"
 
 

@@ -13,19 +13,20 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from a2a_requests import delegate
-from support.a2a_http import serving
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-from activities.a2a import policy
-from activities.a2a.activities import a2a_delegate, a2a_describe
-from client.a2a_server import A2AAgentServer
-from client.api import StalwartClient
-from contracts import AgentSpec, ScriptedReply
-from contracts.a2a import A2ADescribeRequest
-from workers.dev_server import free_port
-from workers.worker import build_worker
+from stalwart.activities.a2a import policy
+from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.client.a2a_server import A2AAgentServer
+from stalwart.client.api import StalwartClient
+from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.a2a import A2ADescribeRequest
+from stalwart.workers.dev_server import free_port
+from stalwart.workers.worker import build_worker
+
+from support.a2a_http import serving
 
 EXPLAINER = AgentSpec(
     name="explainer",
@@ -64,7 +65,11 @@ async def test_the_card_is_built_from_the_agent_spec(served):
 
 async def test_a_delegation_to_a_served_agent_returns_the_answer_of_its_run(served, time_skipping_env):
     result = await ActivityEnvironment().run(a2a_delegate, delegate(served["explainer"]))
-    assert (result.state, result.text, result.agent_name) == ("completed", "Qubits are two-level quantum systems.", "explainer")
+    assert (result.state, result.text, result.agent_name) == (
+        "completed",
+        "Qubits are two-level quantum systems.",
+        "explainer",
+    )
     run = await time_skipping_env.client.get_workflow_handle(result.task_id).describe()
     assert run.workflow_type == "AgentWorkflow"
 
@@ -134,7 +139,13 @@ async def test_an_a2a_0_3_client_gets_the_answer_of_a_blocking_message_send(serv
         "id": "r1",
         "method": "message/send",
         "params": {
-            "message": {"kind": "message", "messageId": uuid.uuid4().hex, "contextId": "ctx-7", "role": "user", "parts": [{"kind": "text", "text": "What is a qubit?"}]},
+            "message": {
+                "kind": "message",
+                "messageId": uuid.uuid4().hex,
+                "contextId": "ctx-7",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "What is a qubit?"}],
+            },
             "configuration": {"blocking": True},
         },
     }

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from activities.a2a.card import card_urls, parse_card
-from activities.a2a.errors import A2AProtocolError
-from activities.a2a.wire import V03, V1
+from stalwart.activities.a2a.card import card_urls, parse_card
+from stalwart.activities.a2a.errors import A2AProtocolError
+from stalwart.activities.a2a.wire import V03, V1
 
 CARD_URL = "https://agents.example.com/research/.well-known/agent-card.json"
 
@@ -16,8 +16,16 @@ def test_the_first_json_rpc_interface_in_a_spoken_version_is_chosen():
         {
             "name": "research",
             "supportedInterfaces": [
-                {"url": "https://agents.example.com/research/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
-                {"url": "https://agents.example.com/research/v2", "protocolBinding": "JSONRPC", "protocolVersion": "2.0"},
+                {
+                    "url": "https://agents.example.com/research/grpc",
+                    "protocolBinding": "GRPC",
+                    "protocolVersion": "1.0",
+                },
+                {
+                    "url": "https://agents.example.com/research/v2",
+                    "protocolBinding": "JSONRPC",
+                    "protocolVersion": "2.0",
+                },
                 {"url": "/research/rpc03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
             ],
         },
@@ -27,9 +35,14 @@ def test_the_first_json_rpc_interface_in_a_spoken_version_is_chosen():
 
 
 def test_a_card_without_a_json_rpc_interface_names_what_it_offers():
-    with pytest.raises(A2AProtocolError, match=r"offers no JSON-RPC interface .*GRPC 1\.0 at grpc://agents\.example\.com"):
+    with pytest.raises(
+        A2AProtocolError, match=r"offers no JSON-RPC interface .*GRPC 1\.0 at grpc://agents\.example\.com"
+    ):
         parse_card(
-            {"name": "research", "supportedInterfaces": [{"url": "grpc://agents.example.com", "protocolBinding": "GRPC"}]},
+            {
+                "name": "research",
+                "supportedInterfaces": [{"url": "grpc://agents.example.com", "protocolBinding": "GRPC"}],
+            },
             CARD_URL,
         )
 
@@ -59,7 +72,9 @@ def test_data_and_file_parts_are_shown_to_the_model_as_text():
             }
         }
     )
-    assert reply.text == 'Found:\n{"count": 2}\n[file r.pdf at https://files.example/r.pdf]\n[file (image/png) sent inline, not shown]'
+    assert reply.text == (
+        'Found:\n{"count": 2}\n[file r.pdf at https://files.example/r.pdf]\n[file (image/png) sent inline, not shown]'
+    )
 
 
 def test_a_completed_0_3_task_answers_with_its_artifacts_not_its_status_message():
@@ -68,10 +83,16 @@ def test_a_completed_0_3_task_answers_with_its_artifacts_not_its_status_message(
             "kind": "task",
             "id": "t1",
             "contextId": "c1",
-            "status": {"state": "completed", "message": {"kind": "message", "role": "agent", "parts": [{"kind": "text", "text": "Done!"}]}},
+            "status": {
+                "state": "completed",
+                "message": {"kind": "message", "role": "agent", "parts": [{"kind": "text", "text": "Done!"}]},
+            },
             "artifacts": [
                 {"artifactId": "a1", "parts": [{"kind": "text", "text": "part one"}]},
-                {"artifactId": "a2", "parts": [{"kind": "file", "file": {"name": "x.csv", "uri": "https://f.example/x.csv"}}]},
+                {
+                    "artifactId": "a2",
+                    "parts": [{"kind": "file", "file": {"name": "x.csv", "uri": "https://f.example/x.csv"}}],
+                },
             ],
         }
     )
@@ -89,7 +110,9 @@ def test_the_agent_card_summary_names_the_agent_and_its_skills():
             "name": "research",
             "description": "Finds sources.",
             "url": "https://agents.example.com/research",
-            "skills": [{"id": "s", "name": "Search", "description": "web search", "examples": ["qubits", "lasers", "tides"]}],
+            "skills": [
+                {"id": "s", "name": "Search", "description": "web search", "examples": ["qubits", "lasers", "tides"]}
+            ],
         },
         CARD_URL,
     )

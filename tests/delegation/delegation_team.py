@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from support.hour_long_tool import tool_started
+from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import SubAgent
 
-from contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from contracts.agent import SubAgent
+from support.hour_long_tool import tool_started
 
 RESEARCH = "Quantum computers use qubits."
 
@@ -44,6 +44,7 @@ def child_id(parent_id: str, step: int = 1, call_id: str = "call_1_1") -> str:
 
 
 def blocked_researcher() -> AgentSpec:
-    """A researcher whose one step is an hour-long job, so it is still working when the test acts (see `tool_started`)."""
+    """A researcher whose one step is an hour-long job,
+    so it is still working when the test acts (see `tool_started`)."""
     tool_started.clear()
     return researcher(ScriptedReply(tool_calls=[call("hour_long_job", topic="qubits")]), tools=["hour_long_job"])

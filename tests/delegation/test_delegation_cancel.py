@@ -1,4 +1,5 @@
-"""Cancellation across a delegation: a cancelled parent takes its sub-agent with it; a sub-agent cancelled alone is feedback.
+"""Cancellation across a delegation: a cancelled parent takes its sub-agent with it;
+a sub-agent cancelled alone is feedback.
 
 These tests leave the sub-agent's hour-long tool activity behind on the server
 (the child ends without waiting for it), and the time-skipping server holds
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 from delegation_team import blocked_researcher, child_id, delegating, lead
-from support.hour_long_tool import hour_long_job, tool_started
 
-from contracts import ScriptedReply
-from contracts.run import AgentResult
+from stalwart.contracts import ScriptedReply
+from stalwart.contracts.run import AgentResult
+
+from support.hour_long_tool import hour_long_job, tool_started
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +50,13 @@ async def test_a_cancelled_parent_still_counts_what_its_sub_agent_spent(stalwart
 async def test_a_sub_agent_cancelled_on_its_own_is_fed_back_and_the_parent_goes_on(stalwart, worker_with):
     sub = blocked_researcher()
     async with worker_with(hour_long_job):
-        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain")
+        handle = await stalwart.start(
+            lead(delegating(), ScriptedReply(text="The researcher was stopped."), sub=sub), "Explain"
+        )
         await tool_started.wait()
         await stalwart.get(child_id(handle.run_id)).cancel()
         result = await handle.result()
     assert (result.stop_reason, result.answer) == ("done", "The researcher was stopped.")
-    assert result.steps[2].error.startswith("Delegation failed: sub-agent researcher stopped with cancelled: its run was cancelled.")
+    assert result.steps[2].error.startswith(
+        "Delegation failed: sub-agent researcher stopped with cancelled: its run was cancelled."
+    )

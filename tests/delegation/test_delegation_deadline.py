@@ -1,4 +1,5 @@
-"""The parent's wall-clock budget reached while its sub-agent still works: the parent ends `max_seconds`, the sub-agent is cancelled.
+"""The parent's wall-clock budget reached while its sub-agent still works:
+the parent ends `max_seconds`, the sub-agent is cancelled.
 
 Workflow time has to pass while the sub-agent's hour-long tool runs, and the
 time-skipping server holds time still while any activity is open, so each test
@@ -11,11 +12,12 @@ from dataclasses import dataclass
 
 import pytest
 from delegation_team import blocked_researcher, child_id, delegating, lead
-from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 from temporalio.client import WorkflowHistory
 
-from contracts import ScriptedReply
-from contracts.run import AgentResult
+from stalwart.contracts import ScriptedReply
+from stalwart.contracts.run import AgentResult
+
+from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 
 
 @pytest.fixture
@@ -38,14 +40,20 @@ class OutOfTime:
 async def _parent_out_of_time_while_sub_agent_works(env, stalwart, worker_with) -> OutOfTime:
     sub = blocked_researcher()
     async with worker_with(hour_long_job):
-        handle = await stalwart.start(lead(delegating(), ScriptedReply(text="unused"), sub=sub, budgets={"max_seconds": 60}), "Explain")
+        handle = await stalwart.start(
+            lead(delegating(), ScriptedReply(text="unused"), sub=sub, budgets={"max_seconds": 60}), "Explain"
+        )
         await tool_started.wait()
         await unlock_time_skipping(env)
         child = stalwart.get(child_id(handle.run_id))
-        return OutOfTime(await handle.result(), await handle.history(), child.run_id, await child.result(), await child.history())
+        return OutOfTime(
+            await handle.result(), await handle.history(), child.run_id, await child.result(), await child.history()
+        )
 
 
-async def test_the_parents_wall_clock_budget_ends_it_max_seconds_without_another_model_turn(time_skipping_env, stalwart, worker_with):
+async def test_the_parents_wall_clock_budget_ends_it_max_seconds_without_another_model_turn(
+    time_skipping_env, stalwart, worker_with
+):
     result = (await _parent_out_of_time_while_sub_agent_works(time_skipping_env, stalwart, worker_with)).result
     assert result.stop_reason == "max_seconds"
     assert [s.role for s in result.steps] == ["user", "assistant", "tool"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.repo_paths import AGENTS_DIR
 
-from client.agent_files import AgentFileError, load_agent, parse_agent
+from stalwart.client.agent_files import AgentFileError, load_agent, parse_agent
+
+from support.repo_paths import AGENTS_DIR
 
 
 def write(path: Path, text: str) -> Path:
@@ -18,7 +19,9 @@ def write(path: Path, text: str) -> Path:
 
 def test_a_sub_agent_file_is_read_relative_to_the_file_that_declares_it(tmp_path):
     write(tmp_path / "team" / "child.toml", 'name = "child"\ndescription = "Helps."\n')
-    lead = write(tmp_path / "team" / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "child.toml"\n')
+    lead = write(
+        tmp_path / "team" / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "child.toml"\n'
+    )
     [sub] = load_agent(lead).sub_agents
     assert (sub.file, sub.spec.name, sub.spec.description) == ("child.toml", "child", "Helps.")
 
@@ -52,7 +55,9 @@ def test_a_sub_agent_that_says_nothing_about_who_it_is_is_refused_with_the_fix()
 
 
 def test_an_inline_sub_agent_takes_the_sub_agents_name():
-    spec = parse_agent({"name": "lead", "sub_agents": [{"name": "helper", "mode": "single", "spec": {"instructions": "Summarise."}}]})
+    spec = parse_agent(
+        {"name": "lead", "sub_agents": [{"name": "helper", "mode": "single", "spec": {"instructions": "Summarise."}}]}
+    )
     assert spec.sub_agents[0].spec.name == "helper"
 
 
@@ -62,7 +67,7 @@ async def test_the_shipped_researcher_answers_a_lead_that_declares_it_by_file(tm
         f"""name = "lead"
 [[sub_agents]]
 name = "researcher"
-file = "{AGENTS_DIR / 'researcher.toml'}"
+file = "{AGENTS_DIR / "researcher.toml"}"
 
 [[scripted]]
 tool_calls = [{{ name = "researcher", arguments = {{ task = "What is a qubit?" }} }}]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from delegation_team import call
 
-from contracts import AgentSpec, ModelContext, ModelRequest, ScriptedReply
-from contracts.agent import SubAgent
+from stalwart.contracts import AgentSpec, ModelContext, ModelRequest, ScriptedReply
+from stalwart.contracts.agent import SubAgent
 
 
 def remote_lead(url: str) -> AgentSpec:
@@ -32,20 +32,35 @@ async def test_a_remote_sub_agent_without_a_description_is_described_by_its_card
             "model_context", ModelRequest(step=1, message_count=1, tools_enabled=True), result_type=ModelContext
         )
     [tool] = context.tools
-    assert tool.description == "echo: Repeats what it is told.\n- Research: Finds and summarises sources on a topic. (e.g. Find papers on qubits)"
+    assert tool.description == (
+        "echo: Repeats what it is told.\n"
+        "- Research: Finds and summarises sources on a topic. (e.g. Find papers on qubits)"
+    )
 
 
-async def test_a_remote_agent_that_cannot_be_reached_is_fed_back_as_a_delegation_error(a2a_server, stalwart, worker_with):
+async def test_a_remote_agent_that_cannot_be_reached_is_fed_back_as_a_delegation_error(
+    a2a_server, stalwart, worker_with
+):
     async with worker_with():
         handle = await stalwart.start(remote_lead(a2a_server.url("nobody")), "Explain")
         result = await handle.result()
         events = await handle.events()
     assert result.stop_reason == "done"
-    assert [e.event_type for e in events] == ["user_message", "delegation_request", "delegation_error", "agent_response"]
-    assert events[2].content.startswith(f"Delegation failed: remote agent remote ({a2a_server.url('nobody')}): A2ARequestError: no A2A agent card")
+    assert [e.event_type for e in events] == [
+        "user_message",
+        "delegation_request",
+        "delegation_error",
+        "agent_response",
+    ]
+    assert events[2].content.startswith(
+        f"Delegation failed: remote agent remote ({a2a_server.url('nobody')}): A2ARequestError: no A2A agent card"
+    )
 
 
 async def test_a_remote_agent_that_asks_back_gives_the_model_its_question(a2a_server, stalwart, worker_with):
     async with worker_with():
         result = await stalwart.run(remote_lead(a2a_server.url("asker")), "Explain")
-    assert result.steps[2].result == "asker needs more to go on and asks: Which year do you mean?\nDelegate again with the whole task and the answer to this question."
+    assert result.steps[2].result == (
+        "asker needs more to go on and asks: Which year do you mean?\n"
+        "Delegate again with the whole task and the answer to this question."
+    )

@@ -11,14 +11,16 @@ from __future__ import annotations
 import pytest
 from delegation_team import call
 
-from client.api import StalwartClient
-from contracts import AgentSpec, ScriptedReply
-from contracts.agent import Budgets, SubAgent
-from workers.worker import build_worker
+from stalwart.client.api import StalwartClient
+from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.agent import Budgets, SubAgent
+from stalwart.workers.worker import build_worker
 
 
 @pytest.mark.slow
-async def test_the_parents_wall_clock_budget_cancels_a_remote_delegation_without_another_model_turn(dev_env, task_queue, a2a_server):
+async def test_the_parents_wall_clock_budget_cancels_a_remote_delegation_without_another_model_turn(
+    dev_env, task_queue, a2a_server
+):
     lead = AgentSpec(
         name="lead",
         sub_agents=[SubAgent(name="remote", url=a2a_server.url("endless"))],
@@ -30,5 +32,8 @@ async def test_the_parents_wall_clock_budget_cancels_a_remote_delegation_without
         result = await (await stalwart.start(lead, "Explain")).result()
     assert result.stop_reason == "max_seconds"
     assert [s.role for s in result.steps] == ["user", "assistant", "tool"]
-    assert (result.steps[2].tool_name, result.steps[2].error) == ("remote", "cancelled: wall-clock budget of 2s reached")
+    assert (result.steps[2].tool_name, result.steps[2].error) == (
+        "remote",
+        "cancelled: wall-clock budget of 2s reached",
+    )
     assert len(a2a_server.canceled) == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-
 from flavors import FLAVORS, Flavor
+
 from wire_server.server import WireServer
 
 

@@ -9,11 +9,12 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts import AgentSpec
-from contracts.names import WORKFLOW_TYPE
-from contracts.run import AgentResult, RunInput
+from stalwart.contracts import AgentSpec
+from stalwart.contracts.names import WORKFLOW_TYPE
+from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.workers.worker import build_worker
+
 from wire_server.server import Script
-from workers.worker import build_worker
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ def _responses_results(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _anthropic_results(body: dict[str, Any]) -> list[tuple[str, str]]:
-    users = [m for m in body["messages"] if m["role"] == "user" and any(b.get("type") == "tool_result" for b in m["content"])]
+    users = [
+        m for m in body["messages"] if m["role"] == "user" and any(b.get("type") == "tool_result" for b in m["content"])
+    ]
     return [(b["tool_use_id"], b["content"]) for m in users for b in m["content"] if b.get("type") == "tool_result"]
 
 
@@ -49,7 +52,9 @@ def _chat_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _responses_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
-    return [("system", body["instructions"])] + [(i["role"], i["content"]) for i in body["input"] if isinstance(i.get("content"), str)]
+    return [("system", body["instructions"])] + [
+        (i["role"], i["content"]) for i in body["input"] if isinstance(i.get("content"), str)
+    ]
 
 
 def _anthropic_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -60,10 +65,42 @@ def _anthropic_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 FLAVORS = [
-    Flavor("openai-chat", "openai:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _chat_results, _chat_texts),
-    Flavor("openai-responses", "openai-responses:gpt-4.1-mini", "OPENAI_API_KEY", None, lambda s: s.openai_base_url, _responses_results, _responses_texts),
-    Flavor("anthropic", "anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY", None, lambda s: s.anthropic_base_url, _anthropic_results, _anthropic_texts),
-    Flavor("openai-compatible", "openai-compatible:llama3.1", "LOCAL_LLM_KEY", "LOCAL_LLM_KEY", lambda s: s.openai_base_url, _chat_results, _chat_texts),
+    Flavor(
+        "openai-chat",
+        "openai:gpt-4.1-mini",
+        "OPENAI_API_KEY",
+        None,
+        lambda s: s.openai_base_url,
+        _chat_results,
+        _chat_texts,
+    ),
+    Flavor(
+        "openai-responses",
+        "openai-responses:gpt-4.1-mini",
+        "OPENAI_API_KEY",
+        None,
+        lambda s: s.openai_base_url,
+        _responses_results,
+        _responses_texts,
+    ),
+    Flavor(
+        "anthropic",
+        "anthropic:claude-haiku-4-5",
+        "ANTHROPIC_API_KEY",
+        None,
+        lambda s: s.anthropic_base_url,
+        _anthropic_results,
+        _anthropic_texts,
+    ),
+    Flavor(
+        "openai-compatible",
+        "openai-compatible:llama3.1",
+        "LOCAL_LLM_KEY",
+        "LOCAL_LLM_KEY",
+        lambda s: s.openai_base_url,
+        _chat_results,
+        _chat_texts,
+    ),
 ]
 
 
@@ -78,13 +115,21 @@ def agent_for(flavor: Flavor, script: Script, **fields: Any) -> AgentSpec:
     )
 
 
-async def start_run(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str) -> WorkflowHandle[Any, AgentResult]:
+async def start_run(
+    env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str
+) -> WorkflowHandle[Any, AgentResult]:
     return await env.client.start_workflow(
-        WORKFLOW_TYPE, RunInput(agent=agent, goal=goal), id=f"wire-{task_queue}", task_queue=task_queue, result_type=AgentResult
+        WORKFLOW_TYPE,
+        RunInput(agent=agent, goal=goal),
+        id=f"wire-{task_queue}",
+        task_queue=task_queue,
+        result_type=AgentResult,
     )
 
 
-async def run_agent(env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str = "What is 17*23+4?") -> AgentResult:
+async def run_agent(
+    env: WorkflowEnvironment, task_queue: str, agent: AgentSpec, goal: str = "What is 17*23+4?"
+) -> AgentResult:
     async with build_worker(env.client, task_queue=task_queue):
         handle = await start_run(env, task_queue, agent, goal)
         return await handle.result()

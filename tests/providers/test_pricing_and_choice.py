@@ -12,21 +12,22 @@ import httpx2
 import openai
 import pytest
 from flavors import FLAVORS, agent_for, run_agent
-from wire_server.script import Call, Reply
 
-from activities import pricing
-from activities.pricing import PRICES_ENV, Price, price_for, price_of, register_price
-from activities.providers import (
+from stalwart.activities import pricing
+from stalwart.activities.pricing import PRICES_ENV, Price, price_for, price_of, register_price
+from stalwart.activities.providers import (
     ModelConfigError,
     ModelRequestError,
     ModelUnavailableError,
     choose_model,
     effective,
 )
-from activities.providers.errors import Target, translate
-from activities.retry_after import retry_after_seconds
-from contracts import AgentSpec, Budgets
-from contracts.messages import Usage
+from stalwart.activities.providers.errors import Target, translate
+from stalwart.activities.retry_after import retry_after_seconds
+from stalwart.contracts import AgentSpec, Budgets
+from stalwart.contracts.messages import Usage
+
+from wire_server.script import Call, Reply
 
 
 def test_price_counts_cached_input_at_its_own_rate():
@@ -83,11 +84,15 @@ def test_cost_budget_on_an_unpriced_model_is_a_config_error_naming_the_fix():
         price_for(agent)
 
 
-async def test_cost_budget_on_an_unpriced_model_fails_before_the_paid_call(time_skipping_env, task_queue, wire, monkeypatch):
+async def test_cost_budget_on_an_unpriced_model_fails_before_the_paid_call(
+    time_skipping_env, task_queue, wire, monkeypatch
+):
     flavor = FLAVORS[0]
     monkeypatch.setenv(flavor.key_env, "sk-test-budget-0123456789")
     script = wire.script(Reply(text="never paid for"))
-    agent = agent_for(flavor, script, budgets=Budgets(max_cost_usd=1.0)).model_copy(update={"model": "openai:gpt-unknown"})
+    agent = agent_for(flavor, script, budgets=Budgets(max_cost_usd=1.0)).model_copy(
+        update={"model": "openai:gpt-unknown"}
+    )
     result = await run_agent(time_skipping_env, task_queue, agent)
     assert (result.stop_reason, len(script.requests)) == ("error", 0)
     assert "max_cost_usd" in result.error and PRICES_ENV in result.error
@@ -137,7 +142,9 @@ def test_unreadable_retry_after_is_ignored_and_the_error_stays_retryable():
     assert retry_after_seconds({"retry-after": "soon-ish"}) is None
     assert retry_after_seconds({"retry-after": "Wed, 99 Foo 2015 07:28:00 GMT"}) is None
     request = httpx2.Request("POST", "http://x/v1/chat/completions")
-    response = httpx2.Response(429, request=request, headers={"retry-after": "Wed, 99 Foo 2015"}, json={"error": {"message": "slow down"}})
+    response = httpx2.Response(
+        429, request=request, headers={"retry-after": "Wed, 99 Foo 2015"}, json={"error": {"message": "slow down"}}
+    )
     err = openai.RateLimitError("429", response=response, body=response.json())
     translated = translate(err, Target("openai", "gpt-4.1", "OPENAI_API_KEY"), None)
     assert isinstance(translated, ModelUnavailableError) and translated.retryable and translated.retry_after is None
@@ -145,17 +152,27 @@ def test_unreadable_retry_after_is_ignored_and_the_error_stays_retryable():
 
 def test_error_messages_keep_out_the_key_even_when_the_provider_echoes_it():
     request = httpx2.Request("POST", "http://x/v1/chat/completions")
-    response = httpx2.Response(401, request=request, json={"error": {"message": "Incorrect API key provided: sk-live-SECRET123456"}})
+    response = httpx2.Response(
+        401, request=request, json={"error": {"message": "Incorrect API key provided: sk-live-SECRET123456"}}
+    )
     err = openai.AuthenticationError("401", response=response, body=response.json())
     translated = translate(err, Target("openai", "gpt-4.1", "OPENAI_API_KEY"), "sk-live-SECRET123456")
-    assert isinstance(translated, ModelRequestError) and "SECRET123456" not in str(translated) and "OPENAI_API_KEY" in str(translated)
+    assert (
+        isinstance(translated, ModelRequestError)
+        and "SECRET123456" not in str(translated)
+        and "OPENAI_API_KEY" in str(translated)
+    )
 
 
 def test_overloaded_anthropic_is_retryable():
     request = httpx2.Request("POST", "http://x/v1/messages")
-    response = httpx2.Response(529, request=request, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    response = httpx2.Response(
+        529, request=request, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    )
     err = anthropic.APIStatusError("overloaded", response=response, body=response.json())
-    assert isinstance(translate(err, Target("anthropic", "claude-haiku-4-5", "ANTHROPIC_API_KEY"), None), ModelUnavailableError)
+    assert isinstance(
+        translate(err, Target("anthropic", "claude-haiku-4-5", "ANTHROPIC_API_KEY"), None), ModelUnavailableError
+    )
 
 
 def test_auto_is_resolved_on_the_worker_from_its_own_keys(monkeypatch):

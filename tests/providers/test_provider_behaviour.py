@@ -1,4 +1,5 @@
-"""The behaviour every provider shares, driven through the real openai and anthropic SDKs against the local wire server."""
+"""The behaviour every provider shares, driven through the real openai and anthropic SDKs
+against the local wire server."""
 
 from __future__ import annotations
 
@@ -6,17 +7,20 @@ import json
 import os
 
 import pytest
-
-from client.api import StalwartClient
-from client.stream import AnswerDelta, AnswerRetracted, stream_answer
-from contracts.messages import Usage
 from flavors import Flavor, agent_for, run_agent, start_run
-from workers.worker import build_worker
+
+from stalwart.client.api import StalwartClient
+from stalwart.client.stream import AnswerDelta, AnswerRetracted, stream_answer
+from stalwart.contracts.messages import Usage
+from stalwart.workers.worker import build_worker
+
 from wire_server.script import Broken, Call, Cut, Fail, Freeze, Reply, Stall
 
 CALC = Call("calculator", {"expression": "17*23+4"})
 ANSWER = "The answer is 395."
-LONG_ANSWER = "Seventeen times twenty-three is three hundred and ninety-one, and four more makes three hundred and ninety-five."
+LONG_ANSWER = (
+    "Seventeen times twenty-three is three hundred and ninety-one, and four more makes three hundred and ninety-five."
+)
 
 
 async def test_tool_call_then_result_then_final_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
@@ -37,7 +41,8 @@ async def test_parallel_tool_calls_are_answered_in_call_order(time_skipping_env,
 
 
 async def test_rate_limit_is_retried_after_the_retry_after_delay(time_skipping_env, task_queue, wire, flavor: Flavor):
-    """On the time-skipping server the wait is skipped, but Temporal's clock shows it: the step took the 2 s asked for."""
+    """On the time-skipping server the wait is skipped, but Temporal's clock shows it:
+    the step took the 2 s asked for."""
     script = wire.script(Fail(429, "rate_limit_error", "Rate limit reached", retry_after=2), Reply(text=ANSWER))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 2)
@@ -71,7 +76,9 @@ async def test_unauthorized_fails_at_once_naming_the_key_to_set(time_skipping_en
     assert "401" in result.error and f"`{flavor.key_env}`" in result.error and "restart the worker" in result.error
 
 
-async def test_missing_key_fails_at_once_naming_the_variable(time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch):
+async def test_missing_key_fails_at_once_naming_the_variable(
+    time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch
+):
     monkeypatch.delenv(flavor.key_env)
     script = wire.script(Reply(text=ANSWER))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
@@ -79,7 +86,9 @@ async def test_missing_key_fails_at_once_naming_the_variable(time_skipping_env, 
     assert f"`{flavor.key_env}`" in result.error and "worker" in result.error
 
 
-async def test_context_length_error_fails_at_once_suggesting_history_limit(time_skipping_env, task_queue, wire, flavor: Flavor):
+async def test_context_length_error_fails_at_once_suggesting_history_limit(
+    time_skipping_env, task_queue, wire, flavor: Flavor
+):
     message = "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."
     script = wire.script(Fail(400, "invalid_request_error", message))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
@@ -116,7 +125,9 @@ async def test_stream_that_goes_silent_midway_is_cut_and_retried(time_skipping_e
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
 
 
-async def test_malformed_tool_arguments_go_back_to_the_model_as_a_tool_error(time_skipping_env, task_queue, wire, flavor: Flavor):
+async def test_malformed_tool_arguments_go_back_to_the_model_as_a_tool_error(
+    time_skipping_env, task_queue, wire, flavor: Flavor
+):
     broken = Call("calculator", raw_arguments='{"expression": "1+')
     script = wire.script(Reply(calls=(broken,)), Reply(text="Let me fix that."))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script))
@@ -180,8 +191,13 @@ async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_e
     assert not [e for e in events if isinstance(e, AnswerRetracted)]
 
 
-async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
-    script = wire.script(Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.1), Reply(text=ANSWER, pause=0.1))
+async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(
+    time_skipping_env, task_queue, wire, flavor: Flavor
+):
+    script = wire.script(
+        Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.1),
+        Reply(text=ANSWER, pause=0.1),
+    )
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
         events = [event async for event in stream_answer(handle, poll_interval=0.05)]
@@ -211,17 +227,23 @@ async def test_unknown_model_fails_at_once_naming_the_model(time_skipping_env, t
     script = wire.script(Fail(404, "not_found_error", "The model does not exist or you do not have access to it."))
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
     assert (result.stop_reason, len(script.requests)) == ("error", 1)
-    assert "404" in result.error and repr(flavor.model.split(":", 1)[1]) in result.error and "model name" in result.error
+    assert (
+        "404" in result.error and repr(flavor.model.split(":", 1)[1]) in result.error and "model name" in result.error
+    )
 
 
 async def test_error_event_in_the_middle_of_a_stream_is_retried(time_skipping_env, task_queue, wire, flavor: Flavor):
-    script = wire.script(Broken(Reply(text=LONG_ANSWER), events=4, kind="overloaded_error", message="Overloaded"), Reply(text=LONG_ANSWER))
+    script = wire.script(
+        Broken(Reply(text=LONG_ANSWER), events=4, kind="overloaded_error", message="Overloaded"),
+        Reply(text=LONG_ANSWER),
+    )
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]))
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", LONG_ANSWER, 2)
 
 
 async def test_assistant_turn_goes_back_in_its_native_form(time_skipping_env, task_queue, wire, flavor: Flavor):
-    """Prompty §9.4: Anthropic blocks whole (signed thinking included), Responses items verbatim, chat `tool_calls` with their ids."""
+    """Prompty §9.4: Anthropic blocks whole (signed thinking included), Responses items verbatim,
+    chat `tool_calls` with their ids."""
     spaced_arguments = {"expression": "17*23+4"}
     spaced = Call("calculator", raw_arguments='{ "expression" :  "17*23+4" }')
     script = wire.script(Reply(text="Calculating.", calls=(spaced,), thinking="Multiply first."), Reply(text=ANSWER))
@@ -233,10 +255,18 @@ async def test_assistant_turn_goes_back_in_its_native_form(time_skipping_env, ta
         assert [b["type"] for b in assistant["content"]] == ["thinking", "text", "tool_use"]
         assert assistant["content"][0]["signature"] == "sig-thinking-1"
     elif flavor.id == "openai-responses":
-        kinds = [(i.get("type"), i.get("id")) for i in body["input"] if i.get("type") in ("reasoning", "message", "function_call")]
+        kinds = [
+            (i.get("type"), i.get("id"))
+            for i in body["input"]
+            if i.get("type") in ("reasoning", "message", "function_call")
+        ]
         assert kinds == [("reasoning", "rs_1"), ("message", "msg_1"), ("function_call", "fc_0")]
         assert body["input"][1]["encrypted_content"] == "enc-rs-1"
     else:
         [assistant] = [m for m in body["messages"] if m["role"] == "assistant"]
         [call] = assistant["tool_calls"]
-        assert (assistant["content"], call["id"], json.loads(call["function"]["arguments"])) == ("Calculating.", "call_0", spaced_arguments)
+        assert (assistant["content"], call["id"], json.loads(call["function"]["arguments"])) == (
+            "Calculating.",
+            "call_0",
+            spaced_arguments,
+        )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import openai
-
-from activities.model_activity import ModelActivities
-from activities.providers.clients import SdkClients
 from flavors import Flavor, agent_for, start_run
+
+from stalwart.activities.model_activity import ModelActivities
+from stalwart.activities.providers.clients import SdkClients
+from stalwart.workers.worker import build_worker
+
 from wire_server.script import Call, Reply
-from workers.worker import build_worker
 
 
 async def test_model_turns_of_one_worker_share_one_sdk_client(time_skipping_env, task_queue, wire, flavor: Flavor):
@@ -36,8 +37,12 @@ def test_a_different_key_or_base_url_gets_its_own_client():
     clients = SdkClients()
     first = clients.get(openai.AsyncOpenAI, api_key="sk-a", base_url="http://127.0.0.1:1/v1", read_seconds=60)
     assert clients.get(openai.AsyncOpenAI, api_key="sk-a", base_url="http://127.0.0.1:1/v1", read_seconds=60) is first
-    assert clients.get(openai.AsyncOpenAI, api_key="sk-b", base_url="http://127.0.0.1:1/v1", read_seconds=60) is not first
-    assert clients.get(openai.AsyncOpenAI, api_key="sk-a", base_url="http://127.0.0.1:2/v1", read_seconds=60) is not first
+    assert (
+        clients.get(openai.AsyncOpenAI, api_key="sk-b", base_url="http://127.0.0.1:1/v1", read_seconds=60) is not first
+    )
+    assert (
+        clients.get(openai.AsyncOpenAI, api_key="sk-a", base_url="http://127.0.0.1:2/v1", read_seconds=60) is not first
+    )
     assert len(list(clients)) == 3
 
 

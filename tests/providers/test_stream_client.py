@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.stream import AnswerDelta, AnswerRetracted, ShownText
+from stalwart.client.stream import AnswerDelta, AnswerRetracted, ShownText
 
 
 def test_growing_text_yields_only_what_is_new():
@@ -21,7 +21,10 @@ def test_retried_attempt_repeating_shown_text_yields_nothing_until_it_gets_furth
 def test_retried_attempt_writing_something_else_withdraws_the_old_text():
     shown = ShownText()
     shown.to(1, "The answer is", settled=False)
-    assert shown.to(1, "It is 395.", settled=False) == [AnswerRetracted(1, "The answer is"), AnswerDelta(1, "It is 395.")]
+    assert shown.to(1, "It is 395.", settled=False) == [
+        AnswerRetracted(1, "The answer is"),
+        AnswerDelta(1, "It is 395."),
+    ]
 
 
 def test_settled_tool_turn_withdraws_its_text():

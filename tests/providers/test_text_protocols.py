@@ -1,20 +1,23 @@
-"""The KAOS text action protocols: the seed's prompts, its parsing, its mock sequences, and over every provider's wire."""
+"""The KAOS text action protocols: the seed's prompts, its parsing, its mock sequences,
+and over every provider's wire."""
 
 from __future__ import annotations
 
 import json
 
-from activities.protocols import fenced, json_actions
-from activities.protocols.prompts import fenced_system_prompt, json_system_prompt
-from activities.providers.scripted import MOCK_ENV
-from client.api import StalwartClient
-from client.stream import AnswerDelta, stream_answer
-from contracts import AgentSpec
-from contracts.tools import ToolSpec
 from flavors import Flavor, agent_for, run_agent, start_run
+
+from stalwart.activities.protocols import fenced, json_actions
+from stalwart.activities.protocols.prompts import fenced_system_prompt, json_system_prompt
+from stalwart.activities.providers.scripted import MOCK_ENV
+from stalwart.client.api import StalwartClient
+from stalwart.client.stream import AnswerDelta, stream_answer
+from stalwart.contracts import AgentSpec
+from stalwart.contracts.tools import ToolSpec
+from stalwart.workers.worker import build_worker
+from stalwart.workflows.conversation import FINAL_RESPONSE_PROMPT
+
 from wire_server.script import Reply
-from workers.worker import build_worker
-from workflows.conversation import FINAL_RESPONSE_PROMPT
 
 SEED_MOCK = ['{"tool": "echo", "arguments": {"text": "hello"}}', "{}", "The echo returned: hello"]
 SEED_FENCED_CALCULATOR = """I'll use the calculator tool to compute this.
@@ -27,7 +30,9 @@ SEED_FENCED_ECHO = """I'll use the echo tool.
 ```tool_call
 {"tool": "echo", "arguments": {"text": "hello"}}
 ```"""
-ECHO = ToolSpec(name="echo", description="Echo text back", parameters={"type": "object", "properties": {"text": {"type": "string"}}})
+ECHO = ToolSpec(
+    name="echo", description="Echo text back", parameters={"type": "object", "properties": {"text": {"type": "string"}}}
+)
 
 
 # -- JSON actions (seed 000) ------------------------------------------------------
@@ -56,7 +61,9 @@ def test_json_reply_without_an_action_asks_for_the_final_answer():
 
 def test_json_malformed_tool_action_is_fed_back_with_the_format():
     reading = json_actions.read('{"tool": "echo", "arguments": {"text": "hi"', step=1)
-    assert reading.feedback is not None and '{"tool": "tool_name"' in reading.feedback and not reading.wants_final_answer
+    assert (
+        reading.feedback is not None and '{"tool": "tool_name"' in reading.feedback and not reading.wants_final_answer
+    )
 
 
 def test_json_arguments_that_are_not_an_object_become_an_arguments_error():
@@ -66,7 +73,13 @@ def test_json_arguments_that_are_not_an_object_become_an_arguments_error():
 
 def test_json_system_prompt_has_the_seed_sections_in_order():
     prompt = json_system_prompt("You are terse.", [ECHO])
-    parts = ["You are terse.", "## Available Tools", "- **echo**: Echo text back", "respond with ONLY this JSON", "respond with ONLY:\n{}"]
+    parts = [
+        "You are terse.",
+        "## Available Tools",
+        "- **echo**: Echo text back",
+        "respond with ONLY this JSON",
+        "respond with ONLY:\n{}",
+    ]
     positions = [prompt.index(p) for p in parts]
     assert positions == sorted(positions)
 
@@ -101,7 +114,10 @@ def test_fenced_blocks_in_one_reply_are_parallel_calls():
 
 def test_fenced_system_prompt_has_the_seed_block_format():
     prompt = fenced_system_prompt("You are terse.", [ECHO])
-    assert "## Available Tools" in prompt and '```tool_call\n{"tool": "tool_name", "arguments": {"arg1": "value1"}}\n```' in prompt
+    assert (
+        "## Available Tools" in prompt
+        and '```tool_call\n{"tool": "tool_name", "arguments": {"arg1": "value1"}}\n```' in prompt
+    )
 
 
 # -- runs --------------------------------------------------------------------------------
@@ -132,7 +148,9 @@ async def test_malformed_json_action_is_fed_back_and_the_run_goes_on(time_skippi
 
 async def test_json_protocol_over_the_wire(time_skipping_env, task_queue, wire, flavor: Flavor):
     script = wire.script(
-        Reply(text='{"tool": "calculator", "arguments": {"expression": "17*23+4"}}'), Reply(text="{}"), Reply(text="It is 395.")
+        Reply(text='{"tool": "calculator", "arguments": {"expression": "17*23+4"}}'),
+        Reply(text="{}"),
+        Reply(text="It is 395."),
     )
     result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, action_format="json"))
     assert (result.stop_reason, result.answer) == ("done", "It is 395.")
@@ -155,7 +173,9 @@ async def test_json_protocol_streams_only_the_final_answer(time_skipping_env, ta
     answer = "Seventeen times twenty-three plus four is three hundred and ninety-five."
     script = wire.script(Reply(text=action, pause=0.05), Reply(text="{}", pause=0.05), Reply(text=answer, pause=0.1))
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
-        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, action_format="json"), "What is 17*23+4?")
+        handle = await start_run(
+            time_skipping_env, task_queue, agent_for(flavor, script, action_format="json"), "What is 17*23+4?"
+        )
         events = [event async for event in stream_answer(handle, poll_interval=0.05)]
     assert events and all(isinstance(e, AnswerDelta) and e.step == 3 for e in events)
     assert "".join(e.text for e in events) == answer

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from workers.dev_server import free_port
+from stalwart.workers.dev_server import free_port
 
 Behaviour = Literal["reply", "work", "fail", "ask", "busy"]
 
@@ -151,7 +151,10 @@ class A2AServer:
         self.calls[(agent.name, method)] += 1
         if agent.token is not None and request.headers.get("Authorization") != f"Bearer {agent.token}":
             return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        if agent.behaviour == "busy" and sum(n for (a, _), n in self.calls.items() if a == agent.name) <= agent.busy_for:
+        if (
+            agent.behaviour == "busy"
+            and sum(n for (a, _), n in self.calls.items() if a == agent.name) <= agent.busy_for
+        ):
             return JSONResponse({"detail": "slow down"}, status_code=429, headers={"Retry-After": agent.retry_after})
         if agent.version == "1.0" and request.headers.get("A2A-Version", "").split(".")[:2] != ["1", "0"]:
             return _error(rpc_id, -32009, "Version not supported: send A2A-Version: 1.0")
@@ -175,7 +178,12 @@ class A2AServer:
         self.message_ids.append(message_id)
         context_id = context_id or uuid.uuid4().hex
         if agent.behaviour in ("reply", "busy"):
-            reply = {"messageId": uuid.uuid4().hex, "contextId": context_id, "role": "agent", "parts": [_text(agent, f"echo: {text}")]}
+            reply = {
+                "messageId": uuid.uuid4().hex,
+                "contextId": context_id,
+                "role": "agent",
+                "parts": [_text(agent, f"echo: {text}")],
+            }
             return _wrap(agent, "message", reply)
         if task_id is not None:
             task = self.tasks.get(task_id)
@@ -224,7 +232,9 @@ class A2AServer:
             status["message"] = _agent_message(agent, task, task.question)
         body: dict[str, Any] = {"id": task.id, "contextId": task.context_id, "status": status}
         if task.state == "completed":
-            body["artifacts"] = [{"artifactId": uuid.uuid4().hex, "name": "answer", "parts": [_text(agent, task.answer)]}]
+            body["artifacts"] = [
+                {"artifactId": uuid.uuid4().hex, "name": "answer", "parts": [_text(agent, task.answer)]}
+            ]
         return body
 
 
@@ -275,7 +285,12 @@ def _text(agent: RemoteAgent, text: str) -> dict[str, Any]:
 
 
 def _agent_message(agent: RemoteAgent, task: _Task, text: str) -> dict[str, Any]:
-    message = {"messageId": uuid.uuid4().hex, "contextId": task.context_id, "taskId": task.id, "parts": [_text(agent, text)]}
+    message = {
+        "messageId": uuid.uuid4().hex,
+        "contextId": task.context_id,
+        "taskId": task.id,
+        "parts": [_text(agent, text)],
+    }
     if agent.version == "1.0":
         return {**message, "role": "ROLE_AGENT"}
     return {**message, "role": "agent", "kind": "message"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from client.api import RunHandle
-from contracts.approvals import PendingApproval
+from stalwart.client.api import RunHandle
+from stalwart.contracts.approvals import PendingApproval
 
 
 async def until_pending(handle: RunHandle) -> list[PendingApproval]:

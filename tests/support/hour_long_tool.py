@@ -7,7 +7,7 @@ import asyncio
 from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.tools import tool
+from stalwart.activities.tools import tool
 
 tool_started = asyncio.Event()  # set when hour_long_job starts; clear it before starting the run that calls it
 

@@ -1,4 +1,5 @@
-"""Run the tool activities the way a worker does, in a real activity context (ActivityEnvironment), without a workflow."""
+"""Run the tool activities the way a worker does, in a real activity context (ActivityEnvironment),
+without a workflow."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.tool_activities import ToolActivities
-from contracts.activities import DescribeToolsRequest, ToolRequest
-from contracts.agent import AgentSpec
-from contracts.messages import ToolCall, ToolResult
-from contracts.tools import ToolSpec
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.contracts.activities import DescribeToolsRequest, ToolRequest
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import ToolCall, ToolResult
+from stalwart.contracts.tools import ToolSpec
 
 
 async def describe(activities: ToolActivities, agent: AgentSpec) -> dict[str, ToolSpec]:
@@ -19,7 +20,10 @@ async def describe(activities: ToolActivities, agent: AgentSpec) -> dict[str, To
 
 
 async def call(
-    activities: ToolActivities, tool: ToolSpec, arguments: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None
+    activities: ToolActivities,
+    tool: ToolSpec,
+    arguments: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
 ) -> ToolResult:
     request = ToolRequest(
         call=ToolCall(id="call_1", name=tool.name, arguments=arguments or {}),

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from mcp_test_servers import http_demo_url
 
-from activities.tool_activities import ToolActivities
-from workers.worker import default_registry
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.workers.worker import default_registry
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Real MCP servers for the tests: the demo server as a stdio subprocess, or over streamable HTTP in a uvicorn thread."""
+"""Real MCP servers for the tests: the demo server as a stdio subprocess,
+or over streamable HTTP in a uvicorn thread."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import uvicorn
 from mcp_demo_server import build_server
 
-from contracts.agent import McpHttpServer, McpStdioServer
+from stalwart.contracts.agent import McpHttpServer, McpStdioServer
 
 DEMO_SCRIPT = Path(__file__).with_name("mcp_demo_server.py")
 

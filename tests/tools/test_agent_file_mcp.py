@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.repo_paths import AGENTS_DIR
 
-from client.agent_files import AgentFileError, load_agent, parse_agent
+from stalwart.client.agent_files import AgentFileError, load_agent, parse_agent
+
+from support.repo_paths import AGENTS_DIR
 
 
 def test_stdio_server_runs_in_the_agent_files_directory():

@@ -9,9 +9,9 @@ from activity_calls import call, describe
 from mcp_test_servers import stdio_demo
 from temporalio.exceptions import ApplicationError
 
-from activities.tool_activities import ToolActivities
-from activities.tools.registry import ToolRegistry, tool
-from contracts.agent import AgentSpec
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools.registry import ToolRegistry, tool
+from stalwart.contracts.agent import AgentSpec
 
 
 @tool
@@ -41,7 +41,9 @@ async def test_bound_parameter_is_hidden_from_the_model(activities):
 
 
 async def test_bound_mcp_parameter_is_hidden_from_the_model(tool_activities):
-    agent = AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["weather"])], bindings={"weather": {"unit": "preferred_unit"}})
+    agent = AgentSpec(
+        name="a", mcp_servers=[stdio_demo(tools=["weather"])], bindings={"weather": {"unit": "preferred_unit"}}
+    )
     spec = (await describe(tool_activities, agent))["weather"]
     assert list(spec.parameters["properties"]) == ["city"]
     assert spec.parameters["required"] == ["city"]
@@ -58,7 +60,10 @@ async def test_missing_run_input_is_reported_to_the_model(activities):
     spec = (await describe(activities, BOUND))["convert"]
     result = await call(activities, spec, {"amount": 10})
     assert result.is_error
-    assert json.loads(result.content)["error"] == "tool convert takes run input(s) home_currency, which this run was not given"
+    assert (
+        json.loads(result.content)["error"]
+        == "tool convert takes run input(s) home_currency, which this run was not given"
+    )
 
 
 async def test_binding_a_parameter_the_tool_lacks_fails_describe(activities):
@@ -66,7 +71,10 @@ async def test_binding_a_parameter_the_tool_lacks_fails_describe(activities):
     with pytest.raises(ApplicationError) as caught:
         await describe(activities, agent)
     assert caught.value.non_retryable
-    assert "binds parameter(s) rate that tool convert does not take (its parameters: amount, currency)" in caught.value.message
+    assert (
+        "binds parameter(s) rate that tool convert does not take (its parameters: amount, currency)"
+        in caught.value.message
+    )
 
 
 async def test_binding_a_tool_the_agent_lacks_fails_describe(activities):

@@ -7,9 +7,9 @@ from typing import Any
 
 from activity_calls import call
 
-from activities.tool_activities import ToolActivities
-from activities.tools.registry import ToolContext, ToolRegistry, tool
-from contracts.tools import ToolSpec
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools.registry import ToolContext, ToolRegistry, tool
+from stalwart.contracts.tools import ToolSpec
 
 
 async def _by_kind(spec: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:

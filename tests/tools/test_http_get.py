@@ -10,15 +10,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from activity_calls import call
 
-from activities.tool_activities import ToolActivities
-from activities.tools import builtin
-from activities.tools.registry import ToolContext, ToolRegistry
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools import builtin
+from stalwart.activities.tools.registry import ToolContext, ToolRegistry
 
 BIG = b"x" * 5000
 
 
 class _Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         port = self.server.server_address[1]
         if self.path == "/hello":
             self._send(200, b"hello from 127.0.0.1")

@@ -13,14 +13,14 @@ from activity_calls import call, describe
 from mcp_test_servers import http_demo, stdio_demo
 from temporalio.exceptions import ApplicationError
 
-from activities.mcp import McpPool, McpServerExited, McpUnavailable
-from activities.tool_activities import ToolActivities
-from activities.tools.registry import ToolRegistry
-from contracts.agent import AgentSpec, McpHttpServer
-from contracts.messages import ToolResult
-from contracts.tools import ToolSpec
-from workers.dev_server import free_port
-from workers.worker import default_registry
+from stalwart.activities.mcp import McpPool, McpServerExited, McpUnavailable
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.agent import AgentSpec, McpHttpServer
+from stalwart.contracts.messages import ToolResult
+from stalwart.contracts.tools import ToolSpec
+from stalwart.workers.dev_server import free_port
+from stalwart.workers.worker import default_registry
 
 
 def _pid_alive(pid: int) -> bool:
@@ -148,7 +148,9 @@ async def test_transport_error_after_the_request_was_sent_is_not_retried_for_a_s
     server = http_demo("http://127.0.0.1:9/mcp")
     connection = _DroppingConnection(httpx2.ReadTimeout("timed out"))
     activities = ToolActivities(ToolRegistry([]), mcp=_pool_with(server, connection))
-    result = await call(activities, ToolSpec(name="add", kind="mcp", server=server, side_effecting=True), {"a": 1, "b": 2})
+    result = await call(
+        activities, ToolSpec(name="add", kind="mcp", server=server, side_effecting=True), {"a": 1, "b": 2}
+    )
     assert result.is_error  # told to the model, not raised to Temporal for a retry that could add twice
     assert json.loads(result.content)["error"] == (
         "McpServerExited: MCP server 'web': lost the connection while running 'add' (ReadTimeout: timed out)"
@@ -159,11 +161,19 @@ async def test_transport_error_after_the_request_was_sent_is_not_retried_for_a_s
 @pytest.mark.parametrize(
     ("error", "raised"),
     [
-        pytest.param(httpx2.RemoteProtocolError("peer closed connection"), McpServerExited, id="after-the-request-was-sent-server-exited"),
-        pytest.param(httpx2.ConnectError("refused"), McpUnavailable, id="before-the-request-was-sent-left-to-temporal-to-retry"),
+        pytest.param(
+            httpx2.RemoteProtocolError("peer closed connection"),
+            McpServerExited,
+            id="after-the-request-was-sent-server-exited",
+        ),
+        pytest.param(
+            httpx2.ConnectError("refused"), McpUnavailable, id="before-the-request-was-sent-left-to-temporal-to-retry"
+        ),
     ],
 )
-async def test_transport_error_is_raised_as_what_it_means_and_drops_the_connection(error: Exception, raised: type[Exception]):
+async def test_transport_error_is_raised_as_what_it_means_and_drops_the_connection(
+    error: Exception, raised: type[Exception]
+):
     server = http_demo("http://127.0.0.1:9/mcp")
     pool = _pool_with(server, _DroppingConnection(error))
     with pytest.raises(raised):
@@ -177,7 +187,9 @@ async def test_transport_error_after_the_request_was_sent_is_tried_once_more_for
     pool = _pool_with(server, connection)
     pool.connection = _same(connection)  # type: ignore[method-assign] - the restart hands back the same failing session
     activities = ToolActivities(ToolRegistry([]), mcp=pool)
-    result = await call(activities, ToolSpec(name="lookup", kind="mcp", server=server, side_effecting=False), {"topic": "x"})
+    result = await call(
+        activities, ToolSpec(name="lookup", kind="mcp", server=server, side_effecting=False), {"topic": "x"}
+    )
     assert result.is_error
     assert connection.calls == 2
 

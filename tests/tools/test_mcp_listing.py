@@ -7,9 +7,9 @@ from activity_calls import describe
 from mcp_test_servers import http_demo, stdio_demo
 from temporalio.exceptions import ApplicationError
 
-from activities.tool_activities import ToolActivities
-from activities.tools.registry import ToolRegistry, tool
-from contracts.agent import AgentSpec, McpStdioServer
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools.registry import ToolRegistry, tool
+from stalwart.contracts.agent import AgentSpec, McpStdioServer
 
 
 async def test_stdio_server_tools_are_described_as_mcp_tools(tool_activities):
@@ -96,7 +96,9 @@ def add(a: int) -> int:
         pytest.param(["demo__add"], "the agent's `tools`", id="one-of-the-agents-tools"),
     ],
 )
-async def test_prefixed_name_that_is_already_taken_fails_clearly_naming_both_sources(agent_tools: list[str], source: str):
+async def test_prefixed_name_that_is_already_taken_fails_clearly_naming_both_sources(
+    agent_tools: list[str], source: str
+):
     activities = ToolActivities(ToolRegistry([prefixed_add, add]))
     try:
         with pytest.raises(ApplicationError) as caught:

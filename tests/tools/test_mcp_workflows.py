@@ -6,18 +6,18 @@ import os
 
 import pytest
 from mcp_test_servers import http_demo, stdio_demo
-from support.repo_paths import AGENTS_DIR
-
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
-from client.api import StalwartClient
-from contracts import AgentSpec, ScriptedReply, ScriptedToolCall
-from contracts.activities import DescribeToolsResult
-from contracts.converter import DATA_CONVERTER
-from contracts.names import DESCRIBE_TOOLS_ACTIVITY
-from workers.worker import build_worker
-from workflows import AgentWorkflow
+from stalwart.client.api import StalwartClient
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.activities import DescribeToolsResult
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY
+from stalwart.workers.worker import build_worker
+from stalwart.workflows import AgentWorkflow
+
+from support.repo_paths import AGENTS_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,9 @@ async def _run(env, task_queue, agent, goal="go", **kwargs):
 
 
 async def test_example_notes_agent_answers_from_its_stdio_server(time_skipping_env, task_queue):
-    result = await _run(time_skipping_env, task_queue, AGENTS_DIR / "notes.toml", "How much longer is production retention?")
+    result = await _run(
+        time_skipping_env, task_queue, AGENTS_DIR / "notes.toml", "How much longer is production retention?"
+    )
     assert result.stop_reason == "done"
     steps = _tool_steps(result)
     assert [s.tool_name for s in steps] == ["search_notes", "read_note", "calculator"]
@@ -72,10 +74,13 @@ async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
     }
     assert scheduled and all(b"s3cret" not in p.data for a in scheduled.values() for p in a.input.payloads)
     described = [
-        DATA_CONVERTER.payload_converter.from_payloads(list(e.activity_task_completed_event_attributes.result.payloads), [DescribeToolsResult])[0]
+        DATA_CONVERTER.payload_converter.from_payloads(
+            list(e.activity_task_completed_event_attributes.result.payloads), [DescribeToolsResult]
+        )[0]
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-        and scheduled[e.activity_task_completed_event_attributes.scheduled_event_id].activity_type.name == DESCRIBE_TOOLS_ACTIVITY
+        and scheduled[e.activity_task_completed_event_attributes.scheduled_event_id].activity_type.name
+        == DESCRIBE_TOOLS_ACTIVITY
     ]
     assert len(described) == 1
     header_tool = next(t for t in described[0].tools if t.name == "header")
@@ -114,7 +119,10 @@ async def test_stdio_server_that_crashes_mid_run_is_restarted_for_the_next_call(
 
 async def test_worker_shutdown_stops_its_stdio_servers(time_skipping_env, task_queue):
     agent = AgentSpec(
-        name="pids", tools=["calculator"], mcp_servers=[stdio_demo()], scripted=[_calls(("pid", {})), ScriptedReply(text="ok")]
+        name="pids",
+        tools=["calculator"],
+        mcp_servers=[stdio_demo()],
+        scripted=[_calls(("pid", {})), ScriptedReply(text="ok")],
     )
     result = await _run(time_skipping_env, task_queue, agent)
     pid = int(_tool_steps(result)[0].result)
@@ -152,7 +160,9 @@ async def test_run_with_mcp_tools_replays_from_its_history(time_skipping_env, ta
 
 async def test_agent_with_only_mcp_servers_can_call_their_tools(time_skipping_env, task_queue):
     agent = AgentSpec(
-        name="mcponly", mcp_servers=[stdio_demo()], scripted=[_calls(("add", {"a": 1, "b": 2})), ScriptedReply(text="3")]
+        name="mcponly",
+        mcp_servers=[stdio_demo()],
+        scripted=[_calls(("add", {"a": 1, "b": 2})), ScriptedReply(text="3")],
     )
     result = await _run(time_skipping_env, task_queue, agent)
     assert _tool_steps(result)[0].result == "3"

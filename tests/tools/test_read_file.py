@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from activity_calls import call
 
-from activities.tool_activities import ToolActivities
-from activities.tools import builtin
-from activities.tools.registry import ToolRegistry
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools import builtin
+from stalwart.activities.tools.registry import ToolRegistry
 
 
 @pytest.fixture

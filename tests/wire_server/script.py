@@ -46,7 +46,8 @@ class Fail:
 
 @dataclass(frozen=True)
 class Stall:
-    """Send the response headers, then nothing for `seconds` (a hung stream before its first token), then `then` if given."""
+    """Send the response headers, then nothing for `seconds` (a hung stream before its first token),
+    then `then` if given."""
 
     seconds: float
     then: Reply | None = None

@@ -20,6 +20,7 @@ from typing import Any
 from . import formats
 from .script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
 
+
 @dataclass(frozen=True)
 class WireFormat:
     stream: Callable[[Reply, str], list[bytes]]
@@ -32,8 +33,17 @@ _ROUTES: dict[str, WireFormat] = {
     "/v1/responses": WireFormat(formats.responses_stream, formats.chat_error, formats.responses_error_event),
     "/v1/messages": WireFormat(formats.anthropic_stream, formats.anthropic_error, formats.anthropic_error_event),
 }
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable", 529: "Overloaded"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 @dataclass
@@ -143,9 +153,16 @@ class WireServer:
             await writer.drain()
 
 
-async def _json(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
+async def _json(
+    writer: asyncio.StreamWriter, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None
+) -> None:
     data = json.dumps(payload).encode()
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json", f"content-length: {len(data)}", "connection: close"]
+    head = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        "content-type: application/json",
+        f"content-length: {len(data)}",
+        "connection: close",
+    ]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
     await writer.drain()
@@ -160,5 +177,7 @@ async def _silence(reader: asyncio.StreamReader, seconds: float) -> None:
 
 
 async def _start_sse(writer: asyncio.StreamWriter) -> None:
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+    writer.write(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    )
     await writer.drain()

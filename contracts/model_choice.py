@@ -1,4 +1,8 @@
-"""Which model an agent runs on, given the keys a machine has: real providers when a key is set, else scripted."""
+"""Which model an agent runs on, given the keys a machine has: real providers when a key is set, else scripted.
+
+Plain logic over an environment mapping, shared by the worker (which decides) and the CLI (which can
+only guess from its own environment, and says so).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from contracts.agent import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 
 AUTO = "auto"
 DEFAULT_MODELS = (
@@ -35,11 +39,17 @@ def choose_model(agent: AgentSpec, environ: Mapping[str, str] | None = None) -> 
         for env, model in DEFAULT_MODELS:
             if environ.get(env, "").strip():
                 return ModelChoice(model, f"{env} is set, so the agent runs on {model}")
-        return ModelChoice("scripted", "neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is set, so the agent runs on the scripted model")
+        return ModelChoice(
+            "scripted", "neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is set, so the agent runs on the scripted model"
+        )
     provider = agent.model.split(":", 1)[0]
     key_env = agent.api_key_env or KEY_ENVS.get(provider)
     if key_env is None or environ.get(key_env, "").strip():
         return ModelChoice(agent.model, f"the agent file names {agent.model}")
     if agent.scripted:
-        return ModelChoice("scripted", f"{key_env} is not set, so the agent runs on its scripted replies instead of {agent.model}")
-    return ModelChoice(agent.model, f"the agent file names {agent.model}, but {key_env} is not set: set it where the worker runs")
+        return ModelChoice(
+            "scripted", f"{key_env} is not set, so the agent runs on its scripted replies instead of {agent.model}"
+        )
+    return ModelChoice(
+        agent.model, f"the agent file names {agent.model}, but {key_env} is not set: set it where the worker runs"
+    )

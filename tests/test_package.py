@@ -1,0 +1,76 @@
+"""What installing Stalwart puts into a user's environment: one package, `stalwart`, with a small public API."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import stalwart
+
+from support.repo_paths import REPO
+
+LAYOUT_FOLDERS = ["contracts", "workflows", "activities", "workers", "client"]
+
+
+def _documented_public_names() -> list[str]:
+    """The names in backticks of the README's "Public API" section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("### Public API", 1)[1].split("\n#", 1)[0]
+    return sorted(set(re.findall(r"^- `(\w+)`", section, flags=re.M)))
+
+
+def test_the_exported_names_are_exactly_the_documented_ones():
+    documented = _documented_public_names()
+    assert documented, "the README's Public API section lists no names"
+    assert sorted(n for n in stalwart.__all__ if n != "__version__") == documented
+
+
+def test_every_exported_name_resolves():
+    for name in stalwart.__all__:
+        assert getattr(stalwart, name) is not None, name
+
+
+def test_importing_stalwart_imports_no_provider_sdk_and_starts_nothing():
+    probe = (
+        "import sys, threading, stalwart;"
+        "heavy = [m for m in ('openai', 'anthropic', 'mcp', 'httpx', 'temporalio.worker', 'temporalio.client')"
+        " if m in sys.modules];"
+        "print(heavy, threading.active_count())"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
+    assert result.stdout.strip() == "[] 1"
+
+
+def test_every_package_folder_is_listed_for_installation():
+    """A new subpackage left out of pyproject's list would be missing from the installed `stalwart`."""
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    on_disk = ["stalwart"] + [
+        "stalwart." + ".".join(init.parent.relative_to(REPO).parts)
+        for folder in LAYOUT_FOLDERS
+        for init in sorted((REPO / folder).rglob("__init__.py"))
+    ]
+    assert sorted(listed) == sorted(on_disk)
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_exactly_one_top_level_package_and_the_console_script(tmp_path: Path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = tmp_path.glob("stalwart-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = archive.read(entry_points).decode()
+    top_level = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
+    assert top_level == {"stalwart"}
+    assert "stalwart/workflows/agent.py" in names and "stalwart/contracts/run.py" in names
+    assert "stalwart = stalwart.client.cli:console_main" in scripts

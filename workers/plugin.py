@@ -1,0 +1,115 @@
+"""`StalwartPlugin`: Stalwart inside any Temporal client and worker, including a user's own.
+
+The plugin carries everything a worker needs to run agents: the agent
+workflow, the model, tool and A2A activities, the data converter that carries
+Stalwart's pydantic contracts as plain JSON, and the lifespan of what a worker
+keeps open across activities (MCP connections, provider SDK clients). Our own
+`stalwart worker` and `build_worker` go through it too, so there is one way in.
+
+    client = await Client.connect("localhost:7233", plugins=[StalwartPlugin(tools=[mytools])])
+    worker = Worker(client, task_queue="stalwart")  # runs AgentWorkflow and its activities
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from types import ModuleType
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkerConfig
+
+from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.activities.model_activity import ModelActivities
+from stalwart.activities.streaming import HEARTBEAT_THROTTLE
+from stalwart.activities.tool_activities import ToolActivities
+from stalwart.activities.tools import builtin
+from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.converter import stalwart_data_converter
+from stalwart.workflows import AgentWorkflow
+
+PLUGIN_NAME = "stalwart.StalwartPlugin"
+
+
+class StalwartPlugin(SimplePlugin):
+    """Adds Stalwart's workflow, activities and data converter to a Temporal client or worker.
+
+    Pass it to `Client.connect(plugins=[...])` (every worker of that client then runs
+    agents) or to one `Worker(plugins=[...])`; not to both. An existing data converter
+    keeps its codec and failure converter: only the payload converter becomes Stalwart's.
+
+    Args:
+        tools: Modules or functions decorated with `@tool`, registered beside the built-in tools.
+        registry: A complete tool registry instead (then `tools` is added to it).
+        models: The model activity with its SDK clients; tests pass one to share its clients.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[ModuleType | Any] = (),
+        registry: ToolRegistry | None = None,
+        models: ModelActivities | None = None,
+    ) -> None:
+        self.registry = registry or default_tool_registry()
+        for extra in tools:
+            if isinstance(extra, ModuleType):
+                self.registry.register_module(extra)
+            else:
+                self.registry.register(extra)
+        self.tool_activities = ToolActivities(self.registry)
+        self.model_activities = models or ModelActivities()
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=stalwart_data_converter,
+            workflows=[AgentWorkflow],
+            activities=[
+                self.model_activities.model_turn,
+                self.tool_activities.describe_tools,
+                self.tool_activities.run_tool,
+                a2a_describe,
+                a2a_delegate,
+            ],
+            run_context=self._open_while_worker_runs,
+        )
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Add our workflow and activities, and make sure the worker's client speaks our payloads."""
+        if any(w is AgentWorkflow for w in config.get("workflows") or ()):
+            raise ValueError(
+                "StalwartPlugin was applied twice to one worker: pass it to Client.connect(plugins=[...]) "
+                "or to Worker(plugins=[...]), not both (build_worker adds it for you)."
+            )
+        config = super().configure_worker(config)
+        client = config.get("client")
+        if client is not None:
+            current = client.data_converter
+            wanted = stalwart_data_converter(current)
+            if wanted is not current:
+                # Passed to the worker alone: its client must still carry our contracts as JSON.
+                config["client"] = Client(**{**client.config(), "data_converter": wanted})  # type: ignore[arg-type]
+        # The streamed answer and tool cancellation travel in heartbeats: they must reach the server quickly.
+        throttle = config.get("max_heartbeat_throttle_interval")
+        if throttle is None or throttle > HEARTBEAT_THROTTLE:
+            config["max_heartbeat_throttle_interval"] = HEARTBEAT_THROTTLE
+        return config
+
+    @asynccontextmanager
+    async def _open_while_worker_runs(self) -> AsyncIterator[None]:
+        """Close MCP connections (stopping stdio servers) and SDK clients when the worker stops, however it stops."""
+        try:
+            yield
+        finally:
+            try:
+                await self.tool_activities.aclose()
+            finally:
+                await self.model_activities.clients.aclose()
+
+
+def default_tool_registry() -> ToolRegistry:
+    """A registry holding the built-in tools (`calculator`, `echo`, `http_get`, `read_file`)."""
+    registry = ToolRegistry()
+    registry.register_module(builtin)
+    return registry
