@@ -13,37 +13,61 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from stalwart.activities import pricing, protocols, providers
+from stalwart.activities.context_window import model_window
 from stalwart.activities.providers.base import ModelError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import AnswerPublisher, keepalive
+from stalwart.activities.transcripts import TranscriptError, TranscriptStore
 from stalwart.contracts.activities import ModelContext, ModelRequest
 from stalwart.contracts.messages import AssistantTurn
 from stalwart.contracts.names import MODEL_ACTIVITY
 
 
 class ModelActivities:
-    """The model activity with the SDK clients one worker keeps for it."""
+    """The model activity with what one worker keeps for it: SDK clients and the transcript store."""
 
-    def __init__(self) -> None:
+    def __init__(self, transcripts: TranscriptStore | None = None) -> None:
         self.clients = SdkClients()
+        self._transcripts = transcripts
+
+    @property
+    def transcripts(self) -> TranscriptStore:
+        if self._transcripts is None:  # opened on first use: the storage settings are the worker's
+            from stalwart.activities.storage.config import ObjectStore
+
+            self._transcripts = TranscriptStore(ObjectStore.from_config())
+        return self._transcripts
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:
-        """Read the conversation from the workflow, call the agent's provider, return its normalised turn.
+        """Append the new messages to the stored conversation, call the agent's provider, return its turn.
 
         Retryable failures (rate limits, overload, broken streams) are logged in
         one line and raised as BENIGN, so expected retries do not print a
         traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
         """
         info = activity.info()
-        if info.workflow_id is None:
-            raise ApplicationError(
-                "model_turn runs only as an activity of an AgentWorkflow", type="ModelConfigError", non_retryable=True
-            )
-        handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
-        context = await handle.query("model_context", request, result_type=ModelContext)
-        context = context.model_copy(update={"agent": providers.effective(context.agent)})
+        try:
+            context_ref = request.context_ref
+            if request.context is not None:
+                static = request.context
+                context_ref = await self.transcripts.save_context(request.transcript.chain_id, static)
+            elif context_ref is not None:
+                static = await self.transcripts.load_context(request.transcript.chain_id, context_ref)
+            else:
+                raise TranscriptError("the model request names no agent: give `context` or `context_ref`")
+            transcript, messages = await self.transcripts.append(request.transcript, request.new_messages)
+        except TranscriptError as err:
+            raise ApplicationError(str(err), type="TranscriptError", non_retryable=True) from err
+        agent = providers.effective(static.agent)
+        context = ModelContext(
+            agent=agent,
+            step=request.step,
+            tools=static.tools,
+            messages=model_window(messages, agent),
+            tools_enabled=request.tools_enabled,
+        )
         publisher = AnswerPublisher(request.step, activity.heartbeat)
         try:
             price = pricing.price_for(context.agent)
@@ -53,7 +77,13 @@ class ModelActivities:
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
             publisher.flush_if_shown_differs()
-            return turn.model_copy(update={"usage": pricing.with_cost(turn.usage, price)})
+            return turn.model_copy(
+                update={
+                    "usage": pricing.with_cost(turn.usage, price),
+                    "transcript": transcript,
+                    "context_ref": context_ref,
+                }
+            )
         except ModelError as err:
             if err.retryable:
                 activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)

@@ -12,16 +12,25 @@ from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowHistory,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+from temporalio.service import RPCError
 
 from stalwart.client.agent_files import load_agent
+from stalwart.client.chain import chain_histories, model_input_at
 from stalwart.client.connection import connect
 from stalwart.client.stream import StreamEvent, stream_answer
 from stalwart.contracts import names
+from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
-from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord, StopReason
 from stalwart.workflows import conversation
 
@@ -50,10 +59,11 @@ class RunWithoutResult(RuntimeError):
 class RunHandle:
     """A run that was started, running or finished."""
 
-    def __init__(self, handle: WorkflowHandle[Any, Any], ui_url: str, namespace: str) -> None:
+    def __init__(self, client: Client, handle: WorkflowHandle[Any, Any], ui_url: str) -> None:
+        self._client = client
         self._handle = handle
         self._ui_url = ui_url
-        self._namespace = namespace
+        self._namespace = client.namespace
         self._one_query = asyncio.Lock()
 
     async def _query(self, name: str, result_type: Any) -> Any:
@@ -117,7 +127,8 @@ class RunHandle:
         """What the run was started with (agent spec, goal, inputs), read from its first history event."""
         async for event in self._handle.fetch_history_events(page_size=1):
             started = event.workflow_execution_started_event_attributes
-            return DATA_CONVERTER.payload_converter.from_payloads(list(started.input.payloads), [RunInput])[0]
+            [run_input] = await self._client.data_converter.decode(list(started.input.payloads), [RunInput])
+            return run_input
         raise RuntimeError(f"run {self.run_id} has no history")
 
     async def pending_approvals(self) -> list[PendingApproval]:
@@ -135,8 +146,16 @@ class RunHandle:
         await self._handle.execute_update("reject", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
 
     async def history(self) -> WorkflowHistory:
-        """The run's full Temporal event history: the audit log, and the input of a replay test."""
+        """The latest run's full Temporal event history: the audit log, and the input of a replay test."""
         return await self._handle.fetch_history()
+
+    async def histories(self) -> builtins.list[WorkflowHistory]:
+        """Every run of the continue-as-new chain, oldest first."""
+        return await chain_histories(self._client, self.run_id)
+
+    async def model_input(self, step: int) -> ModelContext:
+        """Exactly what the model was sent at `step`, rebuilt from history and storage."""
+        return await model_input_at(self._client, await self.histories(), step)
 
     async def cancel(self) -> None:
         """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
@@ -164,6 +183,42 @@ class RunHandle:
             if state.status in _CLOSED_STATUSES:
                 return
             await asyncio.sleep(poll_interval)
+
+
+class SessionClosed(RuntimeError):
+    """The session has ended; it takes no more messages."""
+
+
+class SessionHandle(RunHandle):
+    """A session: a run that stays open and answers each message as one turn."""
+
+    async def send(self, message: str) -> AgentResult:
+        """Send a message and wait for the turn that reads it to end; that turn's result.
+
+        Raises `WorkflowUpdateFailedError` naming the problem when the session refuses the
+        message (empty, too long, or the session is closed).
+        """
+        try:
+            return await self._handle.execute_update("send", message, result_type=AgentResult)
+        except WorkflowUpdateFailedError:
+            raise
+        except RPCError as err:
+            description = await self._handle.describe()
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                raise SessionClosed(
+                    f"session {self.run_id} has ended ({_status_name(description.status)}): "
+                    "start a new one with `stalwart session start AGENT_FILE`"
+                ) from err
+            raise
+
+    async def post(self, message: str) -> None:
+        """Deliver a message without waiting for its answer (a signal); the model reads it at its next step."""
+        await self._handle.signal("message", message)
+
+    async def close(self) -> AgentResult:
+        """End the session once the messages already received are answered; its final result."""
+        await self._handle.execute_update("close", result_type=str)
+        return await self.result()
 
 
 class StalwartClient:
@@ -208,7 +263,7 @@ class StalwartClient:
                 [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "running")]
             ),
         )
-        return RunHandle(handle, self.ui_url, self.temporal.namespace)
+        return RunHandle(self.temporal, handle, self.ui_url)
 
     async def run(
         self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None
@@ -218,9 +273,69 @@ class StalwartClient:
 
     def get(self, run_id: str) -> RunHandle:
         """A handle on an existing run."""
-        return RunHandle(
-            self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url, self.temporal.namespace
+        return RunHandle(self.temporal, self.temporal.get_workflow_handle(run_id, result_type=AgentResult), self.ui_url)
+
+    def session(self, session_id: str) -> SessionHandle:
+        """A handle on an existing session."""
+        handle = self.temporal.get_workflow_handle(session_id, result_type=AgentResult)
+        return SessionHandle(self.temporal, handle, self.ui_url)
+
+    async def start_session(
+        self,
+        agent: AgentSpec | str | Path,
+        *,
+        session_id: str | None = None,
+        inputs: dict[str, Any] | None = None,
+    ) -> SessionHandle:
+        """Start a session of `agent`: a run that stays open and answers each message sent to it."""
+        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        session_id = session_id or f"{spec.name}-session-{uuid.uuid4().hex[:12]}"
+        handle = await self.temporal.start_workflow(
+            names.WORKFLOW_TYPE,
+            RunInput(agent=spec, inputs=inputs or {}, session=True),
+            id=session_id,
+            result_type=AgentResult,
+            **self._start_options(spec, "session"),
         )
+        return SessionHandle(self.temporal, handle, self.ui_url)
+
+    async def send(
+        self,
+        session_id: str,
+        message: str,
+        *,
+        agent: AgentSpec | str | Path | None = None,
+        inputs: dict[str, Any] | None = None,
+    ) -> AgentResult:
+        """Send a message to a session and wait for its turn's result.
+
+        With `agent`, the session is started first if it does not exist yet, in the same round
+        trip (update-with-start), so the same call creates the session or talks to it.
+        """
+        if agent is None:
+            return await self.session(session_id).send(message)
+        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        start: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(
+            names.WORKFLOW_TYPE,
+            RunInput(agent=spec, inputs=inputs or {}, session=True),
+            id=session_id,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            result_type=AgentResult,
+            **self._start_options(spec, "session"),
+        )
+        return await self.temporal.execute_update_with_start_workflow(
+            "send", message, start_workflow_operation=start, result_type=AgentResult
+        )
+
+    def _start_options(self, spec: AgentSpec, what: str) -> dict[str, Any]:
+        return {
+            "task_queue": self.task_queue,
+            "static_summary": f"{spec.name}: {what}"[:400],
+            "static_details": f"**Agent** `{spec.name}` · model `{spec.model}` · {what}",
+            "search_attributes": TypedSearchAttributes(
+                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "waiting")]
+            ),
+        }
 
     async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
         """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`."""

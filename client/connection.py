@@ -6,7 +6,7 @@ import os
 
 from temporalio.client import Client
 
-from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
 
 
@@ -23,7 +23,9 @@ async def connect(address: str | None = None, namespace: str | None = None) -> C
     address and namespace default to TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE."""
     address = address or default_address()
     try:
-        return await Client.connect(address, namespace=namespace or default_namespace(), data_converter=DATA_CONVERTER)
+        return await Client.connect(
+            address, namespace=namespace or default_namespace(), data_converter=stalwart_converter()
+        )
     except RuntimeError as err:
         raise ConnectionError(
             f"cannot reach Temporal at {address}: {err}. Start one with `stalwart dev`, "

@@ -7,20 +7,33 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import Message, ToolCall
+from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
 from stalwart.contracts.tools import ToolSpec
 
 
-class ModelRequest(BaseModel):
-    """Ask for the next assistant turn.
+class AgentContext(BaseModel):
+    """What stays the same from one model call to the next: the agent and the tools it may call."""
 
-    The conversation itself is not in this input: the activity reads it from
-    the workflow that scheduled it (query `model_context`), so each message
-    is recorded in the history once instead of once per turn.
+    agent: AgentSpec
+    tools: list[ToolSpec]
+
+
+class ModelRequest(BaseModel):
+    """Ask for the next assistant turn, with everything the activity needs and nothing twice.
+
+    The conversation so far is in storage (`transcript`); this input adds the messages
+    recorded since the last call (`new_messages`), which the activity appends to it. The
+    agent and tools come inline the first time (`context`) and by their hash after that
+    (`context_ref`). So history holds each message once more at most, and any step's prompt
+    can be rebuilt from history and storage; a test can call the activity with a plain
+    input (an empty transcript, the messages, the context).
     """
 
     step: int
-    message_count: int
+    transcript: TranscriptRef
+    new_messages: list[Message] = Field(default_factory=list)
+    context: AgentContext | None = None
+    context_ref: str | None = None
     tools_enabled: bool = True
 
 

@@ -57,6 +57,53 @@ class Budgets(_Strict):
     )
 
 
+class SessionSettings(_Strict):
+    """How a long-lived run behaves: a session between messages, and any run across continue-as-new."""
+
+    idle_timeout_seconds: float | None = Field(
+        None, gt=0, le=10 * 365 * 86400, description="A session with no message for this long ends with `idle`."
+    )
+    continue_as_new_events: int | None = Field(
+        None,
+        ge=20,
+        le=50_000,
+        description=(
+            "Continue as new once the history has this many events, at the next safe point "
+            "(default: when Temporal suggests it)."
+        ),
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, description="A session that has spent this much over its whole life takes no further message."
+    )
+    max_message_chars: int = Field(
+        1_000_000,
+        ge=1,
+        le=50_000_000,
+        description="Longer messages to a session are refused before they enter history.",
+    )
+
+
+ContextStrategy = Literal["sliding_window", "none"]
+
+
+class ContextSettings(_Strict):
+    """What the model is sent of a long conversation; the record always keeps everything."""
+
+    strategy: ContextStrategy = Field(
+        "sliding_window",
+        description=("`sliding_window` drops the oldest turns to fit `max_input_tokens`; `none` sends everything."),
+    )
+    max_input_tokens: int = Field(
+        100_000, ge=1_000, le=10_000_000, description="The most the model is sent, estimated at 4 characters a token."
+    )
+    max_tool_result_chars: int = Field(
+        50_000,
+        ge=100,
+        le=10_000_000,
+        description="A longer tool result reaches the model cut, with a marker saying how much was cut.",
+    )
+
+
 class ScriptedToolCall(_Strict):
     """A tool call the `scripted` model makes; ids default to `call_<step>_<n>`."""
 
@@ -266,6 +313,8 @@ class AgentSpec(_Strict):
     thrash_guard: bool = Field(
         True, description="Answer a repeated identical call of a read-only tool with its earlier result and a note."
     )
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
     extra: dict[str, Any] = Field(default_factory=dict, description="Free-form settings for extensions.")
 
     @field_validator("name")

@@ -88,6 +88,19 @@ class Message(BaseModel):
     provider_raw: Any | None = None
 
 
+class TranscriptRef(BaseModel):
+    """The conversation as stored so far: `segments` appended blobs holding `messages` messages.
+
+    `sha256` chains every segment's bytes, so whoever rebuilds a step's prompt from storage
+    can tell it is exactly what the model activity read.
+    """
+
+    chain_id: str
+    segments: int = 0
+    messages: int = 0
+    sha256: str = ""
+
+
 class AssistantTurn(BaseModel):
     """A model's normalised reply: text, the tool calls it asks for, and what it cost.
 
@@ -104,3 +117,7 @@ class AssistantTurn(BaseModel):
     wants_final_answer: bool = False
     feedback: str | None = None
     """A note for the model about its own malformed reply (text protocols), sent back as a user message."""
+    transcript: TranscriptRef | None = None
+    """The stored conversation after this call (a `TranscriptRef`), set by the model activity."""
+    context_ref: str | None = None
+    """The hash under which the model activity stored the agent and its tools."""

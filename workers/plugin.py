@@ -23,11 +23,12 @@ from temporalio.worker import WorkerConfig
 
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.activities.model_activity import ModelActivities
+from stalwart.activities.storage.config import StorageConfig
+from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.streaming import HEARTBEAT_THROTTLE
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools import builtin
 from stalwart.activities.tools.registry import ToolRegistry
-from stalwart.contracts.converter import stalwart_data_converter
 from stalwart.workflows import AgentWorkflow
 
 PLUGIN_NAME = "stalwart.StalwartPlugin"
@@ -44,6 +45,8 @@ class StalwartPlugin(SimplePlugin):
         tools: Modules or functions decorated with `@tool`, registered beside the built-in tools.
         registry: A complete tool registry instead (then `tools` is added to it).
         models: The model activity with its SDK clients; tests pass one to share its clients.
+        storage: Where payloads over the size threshold and conversations are kept; by default
+            from `STALWART_STORAGE` (a local folder, `.stalwart/storage`, unless set).
     """
 
     def __init__(
@@ -52,7 +55,9 @@ class StalwartPlugin(SimplePlugin):
         tools: Iterable[ModuleType | Any] = (),
         registry: ToolRegistry | None = None,
         models: ModelActivities | None = None,
+        storage: StorageConfig | None = None,
     ) -> None:
+        self.storage = storage
         self.registry = registry or default_tool_registry()
         for extra in tools:
             if isinstance(extra, ModuleType):
@@ -63,7 +68,7 @@ class StalwartPlugin(SimplePlugin):
         self.model_activities = models or ModelActivities()
         super().__init__(
             PLUGIN_NAME,
-            data_converter=stalwart_data_converter,
+            data_converter=lambda existing: stalwart_converter(existing, self.storage),
             workflows=[AgentWorkflow],
             activities=[
                 self.model_activities.model_turn,
@@ -86,7 +91,7 @@ class StalwartPlugin(SimplePlugin):
         client = config.get("client")
         if client is not None:
             current = client.data_converter
-            wanted = stalwart_data_converter(current)
+            wanted = stalwart_converter(current, self.storage)
             if wanted is not current:
                 # Passed to the worker alone: its client must still carry our contracts as JSON.
                 config["client"] = Client(**{**client.config(), "data_converter": wanted})  # type: ignore[arg-type]

@@ -1,9 +1,11 @@
-"""The agent loop as a Temporal workflow.
+"""The agent loop as a Temporal workflow: one run towards one goal, or a session that takes messages.
 
-Each turn checks the budgets, asks the model for the next action (an
-activity), runs the tools it chose (activities, at most `max_parallel_tools`
-at once, results fed back in call order), and stops on a turn without tool
-calls. A durable timer races the whole loop for the wall-clock budget.
+A turn checks its budget, asks the model for the next action (an activity), runs the tools
+it chose (activities, at most `max_parallel_tools` at once, results fed back in call order),
+and ends on a step without tool calls. A durable timer races each turn for the wall-clock
+budget. A plain run is one turn; a session waits, at no cost, for the next message after
+each turn. Long runs continue as new at safe points (between turns, or between two steps of
+a turn), carrying everything the next run needs, so a chain reads as one run.
 """
 
 from __future__ import annotations
@@ -20,79 +22,156 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.activities import (
+        AgentContext,
         DescribeToolsRequest,
         DescribeToolsResult,
-        ModelContext,
         ModelRequest,
         ToolRequest,
     )
     from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
-    from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
-    from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
+    from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
+    from stalwart.contracts.run import (
+        AgentResult,
+        Carried,
+        QueuedMessage,
+        RunEvent,
+        RunInput,
+        RunState,
+        RunStatus,
+        StepRecord,
+        StopReason,
+        TurnInProgress,
+    )
     from stalwart.contracts.tools import ToolSpec
-    from stalwart.workflows import conversation, delegation, policies
+    from stalwart.workflows import conversation, deadlines, delegation, policies
+    from stalwart.workflows.budget import Budget
     from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 
 
 class _ModelFailed(Exception):
-    """The model activity failed for good; the run ends with stop reason `error`."""
+    """The model activity failed for good; the turn ends with stop reason `error`."""
+
+
+class _ContinueAsNew(Exception):
+    """History is long: continue as new at this safe point, carrying the turn in progress."""
 
 
 @workflow.defn(name=names.WORKFLOW_TYPE)
 class AgentWorkflow:
-    """One run of one agent towards one goal."""
+    """One run of one agent: a goal, or (with `session`) a conversation of many messages."""
 
     @workflow.init
     def __init__(self, input: RunInput) -> None:
         self._input = input
         self._agent = input.agent
         now = workflow.now()
-        self._messages: list[Message] = [Message(role="user", content=input.goal)]
-        self._steps: list[StepRecord] = [
-            StepRecord(step=0, role="user", content=input.goal, started_at=now, ended_at=now)
-        ]
-        self._tools: list[ToolSpec] = []
-        self._usage = Usage()
-        self._step = 0
-        self._status: RunStatus = "running"
-        self._answer: str | None = None
-        self._error: str | None = None
+        carried = input.carried
+        self._closing = False
+        self._results: dict[str, AgentResult] = {}  # message id -> the result of the turn that read it
+        self._read_in_turn: list[str] = []  # ids of messages read by the turn in progress
+        self._waiters = 0  # `send` updates waiting for a turn to end
         self._pending: dict[str, PendingApproval] = {}
         self._decisions: dict[str, tuple[bool, ApprovalDecision]] = {}
-        self._earlier_results: dict[str, tuple[int, str]] = {}
         self._published: dict[str, object] = {}
-        self._reserved = Usage()  # budget held by sub-agents still running
+        self._error: str | None = None
+        self._budget: Budget | None = None
+        if carried is None:
+            self._chain_id = workflow.info().run_id
+            self._runs = 0
+            self._chain_started = now
+            self._step = 0
+            self._steps: list[StepRecord] = []
+            self._usage = Usage()
+            self._transcript = TranscriptRef(chain_id=self._chain_id)
+            self._context_ref: str | None = None
+            self._unsent: list[Message] = []
+            self._queued: list[QueuedMessage] = []
+            self._earlier_results: dict[str, tuple[int, str]] = {}
+            self._turns = 0
+            self._turn: TurnInProgress | None = None
+            self._answer: str | None = None
+            self._last_stop: StopReason | None = None
+            self._tools: list[ToolSpec] | None = None
+            if not input.session:
+                self._record_user_message(input.goal, now)
+            elif input.goal:  # a session's goal is its first message
+                self._queued.append(QueuedMessage(id="goal", text=input.goal, received_at=now))
+        else:
+            self._chain_id = carried.chain_id
+            self._runs = carried.runs
+            self._chain_started = carried.started_at
+            self._step = carried.step
+            self._steps = carried.steps
+            self._usage = carried.usage
+            self._transcript = carried.transcript
+            self._context_ref = carried.context_ref
+            self._unsent = carried.unsent
+            self._queued = carried.queued
+            self._earlier_results = carried.earlier_results
+            self._turns = carried.turns
+            self._turn = carried.turn
+            self._answer = carried.answer
+            self._last_stop = carried.last_stop
+            self._tools = carried.tools
+        self._status: RunStatus = "running"
 
     @workflow.run
     async def run(self, input: RunInput) -> AgentResult:
-        self._started = workflow.now()
+        if not input.session and not input.goal.strip():
+            raise ApplicationError(
+                "a run needs a goal: give `goal` in the input, or start a session (`session`: true) to send messages",
+                type="InvalidRunInput",
+                non_retryable=True,
+            )
         self._publish()
         try:
-            stop = await self._run_within_deadline()
+            if self._tools is None:
+                try:
+                    self._tools = await self._describe_tools()
+                except ActivityError as err:
+                    self._error = innermost_message(err)
+                    return self._finish("error")
+            stop = await (self._session() if input.session else self._one_goal())
+        except _ContinueAsNew:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(self._carry())
         except asyncio.CancelledError:
             self._close_open_steps("cancelled")
             stop = "cancelled"
+        if input.session:  # answer every `send` still waiting before the session ends
+            for message_id in [*self._read_in_turn, *(q.id for q in self._queued)]:
+                self._results.setdefault(message_id, self._closed_result(stop))
+            await workflow.wait_condition(workflow.all_handlers_finished)
         return self._finish(stop)
 
-    # -- queries -------------------------------------------------------------
+    # -- queries, signals and updates ----------------------------------------
 
     @workflow.query
     def state(self) -> RunState:
-        """The live step log, status and usage of the run."""
+        """The live step log, status and usage of the run (of the whole chain, across continue-as-new)."""
         return RunState(
             agent=self._agent.name,
-            goal=self._input.goal,
+            goal=self._input.goal or (self._steps[0].content if self._steps else ""),
             status=self._status,
             steps=self._steps,
             usage=self._usage,
             answer=self._answer,
             error=self._error,
+            session=self._input.session,
+            turns=self._turns,
+            queued=len(self._queued),
+            runs=self._runs + 1,
         )
 
     @workflow.query
     def pending_approvals(self) -> list[PendingApproval]:
         """Tool calls waiting for a person's decision, with their arguments."""
         return list(self._pending.values())
+
+    @workflow.query
+    def events(self) -> list[RunEvent]:
+        """The run so far in the KAOS memory-event vocabulary (docs/concepts.md)."""
+        return conversation.events(self._steps)
 
     @workflow.update
     def approve(self, decision: ApprovalDecision) -> str:
@@ -119,88 +198,191 @@ class AgentWorkflow:
             waiting = ", ".join(self._pending) or "none"
             raise ApplicationError(f"no tool call {call_id!r} is waiting for approval in this run (waiting: {waiting})")
 
-    @workflow.query
-    def events(self) -> list[RunEvent]:
-        """The run so far in the KAOS memory-event vocabulary."""
-        return conversation.events(self._steps)
+    @workflow.update
+    async def send(self, text: str) -> AgentResult:
+        """Give the session a message; returns when the turn that read it ends, with that turn's result."""
+        update = workflow.current_update_info()
+        message_id = update.id if update is not None else str(workflow.uuid4())
+        self._enqueue(message_id, text)
+        self._waiters += 1
+        try:
+            await workflow.wait_condition(lambda: message_id in self._results)
+        finally:
+            self._waiters -= 1
+        return self._results.pop(message_id)
 
-    @workflow.query
-    def model_context(self, request: ModelRequest) -> ModelContext:
-        """What the model activity sends to the provider; read by that activity instead of carried in its input."""
-        return ModelContext(
-            agent=self._agent,
-            step=request.step,
-            tools=self._tools,
-            messages=conversation.prune(self._messages[: request.message_count], self._agent.history_limit),
-            tools_enabled=request.tools_enabled,
-        )
+    @send.validator
+    def _validate_send(self, text: str) -> None:
+        problem = self._refusal(text)
+        if problem is not None:
+            raise ApplicationError(problem, type="MessageRefused", non_retryable=True)
 
-    # -- the loop ------------------------------------------------------------
+    @workflow.signal
+    def message(self, text: str) -> None:
+        """Give the run a message without waiting; the model reads it at its next step."""
+        problem = self._refusal(text, signalled=True)
+        if problem is not None:
+            workflow.logger.warning("message signal ignored: %s", problem)
+            return
+        self._enqueue(f"signal-{workflow.uuid4()}", text)
 
-    async def _run_within_deadline(self) -> StopReason:
-        """Run the loop, racing it against a durable timer when the agent has a wall-clock budget."""
-        max_seconds = self._agent.budgets.max_seconds
-        loop = asyncio.ensure_future(self._loop())
-        if max_seconds is None:
+    @workflow.signal(name="close")
+    def close_signal(self) -> None:
+        """End the session once the messages already received are answered."""
+        self._closing = True
+
+    @workflow.update(name="close")
+    def close_update(self) -> str:
+        """End the session once the messages already received are answered."""
+        self._closing = True
+        return f"session {workflow.info().workflow_id} is closing"
+
+    def _refusal(self, text: str, *, signalled: bool = False) -> str | None:
+        limit = self._agent.session.max_message_chars
+        if not self._input.session and not signalled:
+            return "this run is not a session: start one with `stalwart session start AGENT_FILE`"
+        if not text.strip():
+            return "the message is empty: send some text"
+        if len(text) > limit:
+            return f"the message has {len(text):,} characters, over this agent's [session] max_message_chars={limit:,}"
+        if self._closing or self._status in ("closed", "idle"):
+            return "the session is closed: start a new one"
+        if self._budget is not None and self._budget.lifetime_cost_reached():
+            return f"the session has spent its [session] max_cost_usd={self._agent.session.max_cost_usd:g}"
+        return None
+
+    def _enqueue(self, message_id: str, text: str) -> None:
+        self._queued.append(QueuedMessage(id=message_id, text=text, received_at=workflow.now()))
+        self._publish()
+
+    # -- a run and a session -------------------------------------------------
+
+    async def _one_goal(self) -> StopReason:
+        """A plain run: one turn towards the goal (perhaps continued from an earlier run of the chain)."""
+        turn = self._turn or self._start_turn()
+        return await self._run_turn(turn)
+
+    async def _session(self) -> StopReason:
+        """Answer each message as one turn, then wait for the next; `close` or the idle timeout ends it."""
+        if self._turn is not None:
+            await self._run_turn(self._turn)
+        idle = self._agent.session.idle_timeout_seconds
+        while True:
+            self._status = "waiting"
+            self._publish()
+            if not self._queued and not self._closing and self._continue_as_new_due():
+                # `send` handlers must finish before continue-as-new; a new message goes first.
+                await workflow.wait_condition(
+                    lambda: workflow.all_handlers_finished() or bool(self._queued) or self._closing
+                )
+                if not self._queued and not self._closing:
+                    raise _ContinueAsNew()
             try:
-                return await loop
-            except asyncio.CancelledError:
-                loop.cancel()
-                raise
-        deadline = asyncio.ensure_future(
-            workflow.sleep(timedelta(seconds=max_seconds), summary=f"budget max_seconds={max_seconds:g}")
+                await workflow.wait_condition(
+                    lambda: bool(self._queued) or self._closing,
+                    timeout=None if idle is None else timedelta(seconds=idle),
+                    timeout_summary=f"session idle timeout {idle:g}s" if idle is not None else None,
+                )
+            except TimeoutError:
+                return "idle"
+            if not self._queued:
+                return "closed"
+            await self._run_turn(self._start_turn())
+
+    def _start_turn(self) -> TurnInProgress:
+        self._turns += 1
+        now = workflow.now()
+        max_seconds = self._agent.budgets.max_seconds
+        return TurnInProgress(
+            number=self._turns,
+            first_record=len(self._steps),
+            started_at=now,
+            deadline=None if max_seconds is None else now + timedelta(seconds=max_seconds),
+        )
+
+    async def _run_turn(self, turn: TurnInProgress) -> StopReason:
+        """One turn within its wall-clock budget; its result goes to the `send` updates it answered."""
+        self._turn = turn
+        self._status = "running"
+        self._answer = None
+        self._error = None
+        self._budget = Budget(
+            agent=self._agent,
+            started_at=turn.started_at,
+            deadline=turn.deadline,
+            steps_taken=turn.steps_taken,
+            spent=turn.usage,
+            lifetime=self._usage,
         )
         try:
-            await workflow.wait([loop, deadline], return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            loop.cancel()
-            deadline.cancel()
-            raise
-        if loop.done():
-            deadline.cancel()
-            return loop.result()
-        loop.cancel()
-        try:
-            await loop
-        except asyncio.CancelledError:
-            pass
-        self._close_open_steps(f"cancelled: wall-clock budget of {max_seconds:g}s reached")
-        return "max_seconds"
+            stop = await deadlines.before(
+                turn.deadline, self._turn_steps(), summary=f"budget max_seconds={self._agent.budgets.max_seconds}"
+            )
+        except deadlines.DeadlineReached:
+            self._close_open_steps(f"cancelled: wall-clock budget of {self._agent.budgets.max_seconds:g}s reached")
+            stop = "max_seconds"
+        self._end_turn(turn, stop)
+        return stop
 
-    async def _loop(self) -> StopReason:
-        try:
-            self._tools = await self._describe_tools()
-        except ActivityError as err:
-            self._error = innermost_message(err)
-            return "error"
-        budgets = self._agent.budgets
+    def _end_turn(self, turn: TurnInProgress, stop: StopReason) -> None:
+        self._last_stop = stop
+        self._turn = None
+        result = AgentResult(
+            answer=self._answer or "",
+            stop_reason=stop,
+            steps=self._steps[turn.first_record :],
+            usage=self._budget.spent if self._budget else Usage(),
+            elapsed_seconds=(workflow.now() - turn.started_at).total_seconds(),
+            error=self._error,
+        )
+        for message_id in self._read_in_turn:
+            self._results[message_id] = result
+        self._read_in_turn = []
+
+    async def _turn_steps(self) -> StopReason:
+        assert self._budget is not None and self._turn is not None
+        budget = self._budget
         try:
             while True:
-                if self._step >= budgets.max_steps:
-                    return await self._stop_on_budget("max_steps")
-                if budgets.max_tokens is not None and self._usage.total_tokens >= budgets.max_tokens:
-                    return await self._stop_on_budget("max_tokens")
-                if budgets.max_cost_usd is not None and self._usage.cost_usd >= budgets.max_cost_usd:
-                    return await self._stop_on_budget("max_cost")
+                self._read_queued_messages()
+                if not self._waiters and self._continue_as_new_due():
+                    self._turn.steps_taken, self._turn.usage = budget.steps_taken, budget.spent
+                    raise _ContinueAsNew()
+                exhausted = budget.exhausted()
+                if exhausted is not None:
+                    return await self._stop_on_budget(exhausted)
                 turn = await self._model_turn(tools_enabled=bool(self._tools))
                 if turn.feedback is not None:
-                    self._messages.append(Message(role="user", content=turn.feedback))
+                    self._unsent.append(Message(role="user", content=turn.feedback))
                     continue
                 if turn.wants_final_answer:
-                    self._messages.append(Message(role="user", content=conversation.FINAL_RESPONSE_PROMPT))
+                    self._unsent.append(Message(role="user", content=conversation.FINAL_RESPONSE_PROMPT))
                     turn = await self._model_turn(tools_enabled=False)
-                if not turn.tool_calls:
+                if not turn.tool_calls and not self._queued:
                     self._answer = turn.text
                     self._steps[-1].final = True
                     return "done"
-                await self._run_tools(turn.tool_calls)
+                if turn.tool_calls:
+                    await self._run_tools(turn.tool_calls)
         except _ModelFailed:
             return "error"
+
+    def _read_queued_messages(self) -> None:
+        """Messages that arrived during the turn reach the model at its next step, in order."""
+        now = workflow.now()
+        for queued in self._queued:
+            self._record_user_message(queued.text, now)
+            self._read_in_turn.append(queued.id)
+        self._queued = []
+
+    def _record_user_message(self, text: str, now: Any) -> None:
+        self._unsent.append(Message(role="user", content=text))
+        self._steps.append(StepRecord(step=self._step, role="user", content=text, started_at=now, ended_at=now))
 
     async def _stop_on_budget(self, reason: StopReason) -> StopReason:
         if self._agent.budgets.finalize_on_budget and reason in ("max_steps", "max_tokens", "max_cost"):
             budget = reason.removeprefix("max_")
-            self._messages.append(Message(role="user", content=conversation.FINALIZE_PROMPT.format(budget=budget)))
+            self._unsent.append(Message(role="user", content=conversation.FINALIZE_PROMPT.format(budget=budget)))
             turn = await self._model_turn(tools_enabled=False)
             self._answer = turn.text
             self._steps[-1].final = True
@@ -208,36 +390,70 @@ class AgentWorkflow:
             self._answer = conversation.MAX_STEPS_ANSWER.format(n=self._agent.budgets.max_steps)
         return reason
 
+    def _continue_as_new_due(self) -> bool:
+        info = workflow.info()
+        limit = self._agent.session.continue_as_new_events
+        if limit is not None:
+            return info.get_current_history_length() >= limit
+        return info.is_continue_as_new_suggested()
+
+    def _carry(self) -> RunInput:
+        assert self._tools is not None
+        carried = Carried(
+            chain_id=self._chain_id,
+            runs=self._runs + 1,
+            started_at=self._chain_started,
+            step=self._step,
+            steps=self._steps,
+            usage=self._usage,
+            transcript=self._transcript,
+            context_ref=self._context_ref,
+            unsent=self._unsent,
+            queued=self._queued,
+            earlier_results=self._earlier_results,
+            turns=self._turns,
+            turn=self._turn,
+            answer=self._answer,
+            last_stop=self._last_stop,
+            tools=self._tools,
+        )
+        return self._input.model_copy(update={"carried": carried})
+
     # -- activities ----------------------------------------------------------
 
     async def _describe_tools(self) -> list[ToolSpec]:
         agent_tools = await delegation.describe(self._agent)
         if not self._agent.tools and not self._agent.mcp_servers:
             return agent_tools
+        servers = [*self._agent.tools, *(s.name for s in self._agent.mcp_servers)]
         result = await workflow.execute_activity(
             names.DESCRIBE_TOOLS_ACTIVITY,
             DescribeToolsRequest(agent=self._agent),
             result_type=DescribeToolsResult,
             start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
             retry_policy=policies.DESCRIBE_RETRY,
-            summary=f"describe tools · {', '.join([*self._agent.tools, *(s.name for s in self._agent.mcp_servers)])}"[
-                :200
-            ],
+            summary=f"describe tools · {', '.join(servers)}"[:200],
         )
         return [*result.tools, *agent_tools]
 
     async def _model_turn(self, *, tools_enabled: bool) -> AssistantTurn:
+        assert self._budget is not None and self._tools is not None
         self._step += 1
+        self._budget.steps_taken += 1
         record = StepRecord(step=self._step, role="assistant", started_at=workflow.now())
         self._steps.append(record)
+        request = ModelRequest(
+            step=self._step,
+            transcript=self._transcript,
+            new_messages=self._unsent,
+            context=None if self._context_ref else AgentContext(agent=self._agent, tools=self._tools),
+            context_ref=self._context_ref,
+            tools_enabled=tools_enabled,
+        )
         try:
             turn = await workflow.execute_activity(
                 names.MODEL_ACTIVITY,
-                ModelRequest(
-                    step=self._step,
-                    message_count=len(self._messages),
-                    tools_enabled=tools_enabled,
-                ),
+                request,
                 result_type=AssistantTurn,
                 start_to_close_timeout=policies.MODEL_START_TO_CLOSE,
                 schedule_to_close_timeout=policies.MODEL_SCHEDULE_TO_CLOSE,
@@ -253,10 +469,14 @@ class AgentWorkflow:
         record.content = turn.text
         record.usage = turn.usage
         record.ended_at = workflow.now()
+        self._budget.charge(turn.usage)
         self._usage = self._usage + turn.usage
-        self._messages.append(
+        if turn.transcript is not None:
+            self._transcript = turn.transcript
+        self._context_ref = turn.context_ref or self._context_ref
+        self._unsent = [
             Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls, provider_raw=turn.provider_raw)
-        )
+        ]
         self._publish()
         return turn
 
@@ -279,7 +499,7 @@ class AgentWorkflow:
         results = await asyncio.gather(
             *(self._run_tool(call, record, limit) for call, record in zip(calls, records, strict=True))
         )
-        self._messages.append(Message(role="tool", tool_results=list(results)))
+        self._unsent.append(Message(role="tool", tool_results=list(results)))
 
     async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
         async with limit:
@@ -297,7 +517,7 @@ class AgentWorkflow:
             return ToolResult.failure(call, f"Malformed arguments: {call.arguments_error}")
         tool = self._tool_named(call.name)
         if tool is None:
-            available = ", ".join(t.name for t in self._tools) or "none"
+            available = ", ".join(t.name for t in self._tools or []) or "none"
             return ToolResult.failure(
                 call, f"Unknown tool: {call.name}", f"Call one of the available tools: {available}."
             )
@@ -339,8 +559,10 @@ class AgentWorkflow:
             return ToolResult.failure(call, message_unless_cancelled(err))
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:
-        """Hold the call until a person approves or rejects it,
-        or the approval timeout rejects it; None means approved."""
+        """Hold the call until a person approves or rejects it, or the approval timeout rejects it.
+
+        None means approved.
+        """
         if call.id in self._pending:  # a person approves a call by its id, so two waiting at once must differ
             return (
                 f"Not run: another call with id {call.id!r} is already waiting for approval; "
@@ -380,39 +602,40 @@ class AgentWorkflow:
         return refusal
 
     def _tool_named(self, name: str) -> ToolSpec | None:
-        return next((t for t in self._tools if t.name == name), None)
+        return next((t for t in self._tools or [] if t.name == name), None)
 
     async def _delegate(self, call: ToolCall, tool: ToolSpec) -> ToolResult:
         """Run a sub-agent; what it may spend is held back from siblings of the same turn until it ends."""
+        assert self._budget is not None
+        budget = self._budget
         context = self._delegation_context()
         held = delegation.reservation(tool, context)
-        self._reserved = self._reserved + held
+        budget.held = budget.held + held
         try:
             delegated = await delegation.delegate(call, tool, context)
         except delegation.DelegationCancelled as cancelled:
-            self._usage = self._usage + cancelled.usage
+            self._charge(cancelled.usage)
             raise
         finally:
-            self._reserved = self._reserved - held
-        self._usage = self._usage + delegated.usage
+            budget.held = budget.held - held
+        self._charge(delegated.usage)
         return delegated.result
 
+    def _charge(self, usage: Usage) -> None:
+        assert self._budget is not None
+        self._budget.charge(usage)
+        self._usage = self._usage + usage
+
     def _delegation_context(self) -> delegation.DelegationContext:
-        """What a sub-agent may still spend: this run's budgets less what it used and what running siblings hold."""
-        budgets = self._agent.budgets
-        elapsed = (workflow.now() - self._started).total_seconds()
-        committed = self._usage + self._reserved
+        """What a sub-agent may still spend: this turn's budget less what it used and what running siblings hold."""
+        assert self._budget is not None
         return delegation.DelegationContext(
             parent_id=workflow.info().workflow_id,
             step=self._step,
             inputs=self._input.inputs,
-            remaining_tokens=None
-            if budgets.max_tokens is None
-            else max(budgets.max_tokens - committed.total_tokens, 0),
-            remaining_seconds=None if budgets.max_seconds is None else max(budgets.max_seconds - elapsed, 0.0),
-            remaining_cost_usd=None
-            if budgets.max_cost_usd is None
-            else max(budgets.max_cost_usd - committed.cost_usd, 0.0),
+            remaining_tokens=self._budget.remaining_tokens(),
+            remaining_seconds=self._budget.remaining_seconds(workflow.now()),
+            remaining_cost_usd=self._budget.remaining_cost_usd(),
         )
 
     # -- bookkeeping ---------------------------------------------------------
@@ -438,10 +661,11 @@ class AgentWorkflow:
         if changed:  # each upsert is a history event: send only what changed
             workflow.upsert_search_attributes(changed)
             self._published.update({key.name: value for key, value in current.items()})
-        last = self._steps[-1]
+        last = self._steps[-1] if self._steps else None
+        turns = f" · turn {self._turns}" if self._input.session else ""
         workflow.set_current_details(
-            f"**{self._agent.name}** · {self._status} · step {self._step}/{self._agent.budgets.max_steps} · "
-            f"{self._usage.total_tokens} tokens\n\nlast: {last.role} {last.tool_name or ''}"
+            f"**{self._agent.name}** · {self._status}{turns} · step {self._step} · "
+            f"{self._usage.total_tokens} tokens\n\nlast: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
         )
 
     def _finish(self, stop: StopReason) -> AgentResult:
@@ -454,6 +678,10 @@ class AgentWorkflow:
             stop_reason=stop,
             steps=self._steps,
             usage=self._usage,
-            elapsed_seconds=(workflow.now() - self._started).total_seconds(),
+            elapsed_seconds=(workflow.now() - self._chain_started).total_seconds(),
             error=self._error,
         )
+
+    def _closed_result(self, stop: StopReason) -> AgentResult:
+        why = f"the session ended ({stop}) before this message was answered"
+        return AgentResult(answer="", stop_reason=stop, steps=[], usage=Usage(), elapsed_seconds=0.0, error=why)

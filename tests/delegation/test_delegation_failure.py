@@ -11,7 +11,7 @@ from delegation_team import blocked_researcher, child_id, delegating, lead
 from temporalio.client import WorkflowExecutionStatus
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import ModelContext, ModelRequest, ScriptedReply
+from stalwart.contracts import ScriptedReply
 from stalwart.workers.worker import build_worker, default_registry
 
 from support.hour_long_tool import hour_long_job, tool_started
@@ -38,9 +38,7 @@ async def test_a_terminated_sub_agent_is_fed_back_to_the_model_as_a_delegation_e
         await child.terminate(reason="an operator stopped it")
         result = await handle.result()
         events = await handle.events()
-        seen = await dev_env.client.get_workflow_handle(handle.run_id).query(
-            "model_context", ModelRequest(step=2, message_count=3, tools_enabled=True), result_type=ModelContext
-        )
+        seen = await handle.model_input(step=2)
         child_status = (await child.describe()).status
     assert child_status == WorkflowExecutionStatus.TERMINATED
     assert [e.event_type for e in events] == [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from delegation_team import call
 
-from stalwart.contracts import AgentSpec, ModelContext, ModelRequest, ScriptedReply
+from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.contracts.agent import SubAgent
 
 
@@ -28,9 +28,7 @@ async def test_a_remote_sub_agent_without_a_description_is_described_by_its_card
     async with worker_with():
         handle = await stalwart.start(remote_lead(a2a_server.url("echo")), "Explain")
         await handle.result()
-        context = await stalwart.temporal.get_workflow_handle(handle.run_id).query(
-            "model_context", ModelRequest(step=1, message_count=1, tools_enabled=True), result_type=ModelContext
-        )
+        context = await handle.model_input(step=1)
     [tool] = context.tools
     assert tool.description == (
         "echo: Repeats what it is told.\n"

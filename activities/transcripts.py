@@ -1,0 +1,161 @@
+"""The conversation of a run chain, stored once, in appended segments.
+
+The model activity appends what the workflow recorded since its last call and reads the
+rest from here, so history never carries the whole conversation (it would grow with the
+square of the run's length) and the activity needs nothing but its input. Segments are
+chained by SHA-256, so a `TranscriptRef` in history pins exactly what a step read.
+
+A worker keeps the conversations it served last in memory: the next step of a run usually
+lands on the same worker, which then reads only the new segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import TypeAdapter
+
+from stalwart.contracts.activities import AgentContext
+from stalwart.contracts.messages import Message, TranscriptRef
+
+_MESSAGES = TypeAdapter(list[Message])
+
+
+class BlobStore(Protocol):
+    """Where transcripts are kept: the worker's external storage (a local folder or an S3 bucket)."""
+
+    async def put(self, key: str, data: bytes) -> None: ...
+
+    async def get(self, key: str) -> bytes | None: ...
+
+
+class TranscriptError(Exception):
+    """The stored conversation is missing or differs from what history says; retrying cannot help."""
+
+
+@dataclass
+class _Cached:
+    ref: TranscriptRef
+    messages: list[Message]
+
+
+def chained(previous: str, segment: bytes) -> str:
+    """The hash of a transcript after `segment`: each segment's hash folded into the one before it."""
+    return hashlib.sha256(f"{previous}:{hashlib.sha256(segment).hexdigest()}".encode()).hexdigest()
+
+
+class TranscriptStore:
+    """Reads and appends the conversations of run chains."""
+
+    def __init__(self, blobs: BlobStore, *, cached_chains: int = 512) -> None:
+        self._blobs = blobs
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._cached_chains = cached_chains
+        self._contexts: OrderedDict[str, AgentContext] = OrderedDict()  # by hash: an agent is read once
+
+    async def read(self, ref: TranscriptRef) -> list[Message]:
+        """The messages `ref` names, checked against its hash."""
+        cached = self._cache.get(ref.chain_id)
+        if cached is not None and cached.ref.segments <= ref.segments:
+            try:
+                return await self._read_from(ref, list(cached.messages), cached.ref.sha256, cached.ref.segments)
+            except TranscriptError:
+                pass  # the cached prefix is of another attempt's branch: read it all
+        return await self._read_from(ref, [], "", 0)
+
+    async def _read_from(self, ref: TranscriptRef, messages: list[Message], digest: str, start: int) -> list[Message]:
+        for index in range(start, ref.segments):
+            data = await self._blobs.get(self._segment_key(ref.chain_id, index))
+            if data is None:
+                raise TranscriptError(
+                    f"segment {index} of the conversation of run chain {ref.chain_id} is not in storage: every worker "
+                    "and client of a run must share one STALWART_STORAGE (a shared folder or an S3 bucket)"
+                )
+            messages.extend(_MESSAGES.validate_json(data))
+            digest = chained(digest, data)
+        if digest != ref.sha256 or len(messages) != ref.messages:
+            raise TranscriptError(
+                f"the stored conversation of run chain {ref.chain_id} does not match its history "
+                f"({len(messages)} messages stored, {ref.messages} recorded): was storage changed by hand?"
+            )
+        self._remember(ref, messages)
+        return messages
+
+    async def append(self, ref: TranscriptRef, new: list[Message]) -> tuple[TranscriptRef, list[Message]]:
+        """Store `new` after the conversation `ref` names; the new ref and the whole conversation.
+
+        Writing segment N again (a retried attempt) writes the same bytes, so appending is idempotent.
+        """
+        messages = await self.read(ref)
+        if not new:
+            return ref, messages
+        data = _MESSAGES.dump_json(new)
+        await self._blobs.put(self._segment_key(ref.chain_id, ref.segments), data)
+        after = TranscriptRef(
+            chain_id=ref.chain_id,
+            segments=ref.segments + 1,
+            messages=ref.messages + len(new),
+            sha256=chained(ref.sha256, data),
+        )
+        messages = [*messages, *new]
+        self._remember(after, messages)
+        return after, messages
+
+    async def save_context(self, chain_id: str, context: AgentContext) -> str:
+        """Store the agent and its tools once per chain and content; later calls name them by hash."""
+        data = context.model_dump_json().encode()
+        digest = hashlib.sha256(data).hexdigest()
+        await self._blobs.put(self._context_key(chain_id, digest), data)
+        self._remember_context(digest, context)
+        return digest
+
+    async def load_context(self, chain_id: str, digest: str) -> AgentContext:
+        known = self._contexts.get(digest)
+        if known is not None:
+            self._contexts.move_to_end(digest)
+            return known
+        data = await self._blobs.get(self._context_key(chain_id, digest))
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            raise TranscriptError(
+                f"the agent and tools of run chain {chain_id} (sha256 {digest[:12]}) are not in storage: every worker "
+                "of a run must share one STALWART_STORAGE"
+            )
+        context = AgentContext.model_validate_json(data)
+        self._remember_context(digest, context)
+        return context
+
+    def _remember_context(self, digest: str, context: AgentContext) -> None:
+        self._contexts[digest] = context
+        self._contexts.move_to_end(digest)
+        while len(self._contexts) > self._cached_chains:
+            self._contexts.popitem(last=False)
+
+    def _remember(self, ref: TranscriptRef, messages: list[Message]) -> None:
+        self._cache[ref.chain_id] = _Cached(ref, messages)
+        self._cache.move_to_end(ref.chain_id)
+        while len(self._cache) > self._cached_chains:
+            self._cache.popitem(last=False)
+
+    @staticmethod
+    def _segment_key(chain_id: str, index: int) -> str:
+        return f"{chain_id}/{index:08d}.json"
+
+    @staticmethod
+    def _context_key(chain_id: str, digest: str) -> str:
+        return f"{chain_id}/context-{digest}.json"
+
+
+class MemoryBlobs:
+    """A `BlobStore` in memory: for a model activity called alone, in a test or a notebook."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+
+    async def put(self, key: str, data: bytes) -> None:
+        self.blobs[key] = data
+
+    async def get(self, key: str) -> bytes | None:
+        return self.blobs.get(key)

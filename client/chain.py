@@ -1,0 +1,67 @@
+"""A run as its continue-as-new chain of Temporal runs, and what its model was sent at any step.
+
+A long run or a session continues as new to keep each history small; a person still
+thinks of it as one run. These read the whole chain from the server, oldest run first.
+"""
+
+from __future__ import annotations
+
+from temporalio.client import Client, WorkflowHistory
+
+from stalwart.activities.context_window import model_window
+from stalwart.activities.storage.config import ObjectStore
+from stalwart.activities.transcripts import TranscriptStore
+from stalwart.contracts.activities import ModelContext, ModelRequest
+from stalwart.contracts.names import MODEL_ACTIVITY
+
+
+async def chain_histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """The histories of every run of the chain that ends in `workflow_id`'s latest run, oldest first."""
+    histories: list[WorkflowHistory] = []
+    run_id: str | None = None
+    while True:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        started = history.events[0].workflow_execution_started_event_attributes
+        run_id = started.continued_execution_run_id or None
+        if run_id is None:
+            return list(reversed(histories))
+
+
+async def model_request_at(client: Client, histories: list[WorkflowHistory], step: int) -> ModelRequest:
+    """The input of the model activity of `step`, as history recorded it."""
+    for history in histories:
+        for event in history.events:
+            scheduled = event.activity_task_scheduled_event_attributes
+            if event.HasField("activity_task_scheduled_event_attributes") and (
+                scheduled.activity_type.name == MODEL_ACTIVITY
+            ):
+                [request] = await client.data_converter.decode(list(scheduled.input.payloads), [ModelRequest])
+                if request.step == step:
+                    return request
+    raise LookupError(f"no model call of step {step} in the history of {histories[-1].workflow_id}")
+
+
+async def model_input_at(
+    client: Client, histories: list[WorkflowHistory], step: int, transcripts: TranscriptStore | None = None
+) -> ModelContext:
+    """Exactly what the model activity of `step` sent to the provider, from history and storage.
+
+    Needs the same `STALWART_STORAGE` as the workers: the conversation before the step is there.
+    """
+    request = await model_request_at(client, histories, step)
+    transcripts = transcripts or TranscriptStore(ObjectStore.from_config())
+    chain = request.transcript.chain_id
+    static = request.context
+    if static is None:
+        if request.context_ref is None:
+            raise LookupError(f"the model call of step {step} names no agent")
+        static = await transcripts.load_context(chain, request.context_ref)
+    messages = [*await transcripts.read(request.transcript), *request.new_messages]
+    return ModelContext(
+        agent=static.agent,
+        step=step,
+        tools=static.tools,
+        messages=model_window(messages, static.agent),
+        tools_enabled=request.tools_enabled,
+    )

@@ -1,0 +1,167 @@
+"""Sessions: a run that stays open and answers each message as one turn of the agent loop."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from stalwart.activities.tools import tool
+from stalwart.client.api import SessionClosed, StalwartClient
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import SessionSettings
+
+
+def session_agent(*texts: str, **session: object) -> AgentSpec:
+    return AgentSpec(
+        name="chatter",
+        tools=["echo"],
+        scripted=[ScriptedReply(text=text) for text in texts],
+        session=SessionSettings(**session),
+    )
+
+
+async def test_each_message_sent_by_update_is_answered_by_its_own_turn_in_order(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("first answer", "second answer"))
+        first = await session.send("hello")
+        second = await session.send("and again")
+        state = await session.state()
+    assert (first.answer, first.stop_reason) == ("first answer", "done")
+    assert (second.answer, second.stop_reason) == ("second answer", "done")
+    assert [s.content for s in second.steps] == ["and again", "second answer"]
+    assert state.status == "waiting" and state.turns == 2
+    assert [(s.role, s.content) for s in state.steps] == [
+        ("user", "hello"),
+        ("assistant", "first answer"),
+        ("user", "and again"),
+        ("assistant", "second answer"),
+    ]
+
+
+async def test_the_model_of_a_later_turn_reads_the_whole_conversation(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("one", "two"))
+        await session.send("hello")
+        await session.send("again")
+        seen = await session.model_input(step=2)
+    assert [(m.role, m.content) for m in seen.messages] == [
+        ("user", "hello"),
+        ("assistant", "one"),
+        ("user", "again"),
+    ]
+
+
+async def test_a_signalled_message_is_answered_without_the_sender_waiting(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("heard you"))
+        await session.post("fire and forget")
+        while (state := await session.state()).turns < 1 or state.status != "waiting":
+            await asyncio.sleep(0.05)
+    assert [(s.role, s.content) for s in state.steps] == [("user", "fire and forget"), ("assistant", "heard you")]
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [("", "empty"), ("   ", "empty"), ("x" * 101, "max_message_chars=100")],
+)
+async def test_a_bad_message_is_refused_before_it_enters_history(stalwart, worker_with, message, why):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("unused", max_message_chars=100))
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await session.send(message)
+        history = await session.history()
+    assert why in str(refused.value.cause)
+    assert not any(e.HasField("workflow_execution_update_accepted_event_attributes") for e in history.events)
+
+
+async def test_close_ends_the_session_with_stop_reason_closed_and_refuses_later_messages(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("hi"))
+        await session.send("hello")
+        result = await session.close()
+        with pytest.raises(SessionClosed, match="has ended"):
+            await session.send("too late")
+    assert result.stop_reason == "closed"
+    assert result.answer == "hi"
+    assert [s.content for s in result.steps] == ["hello", "hi"]
+
+
+async def test_an_idle_session_ends_with_stop_reason_idle_after_its_timeout(own_time_skipping_env: WorkflowEnvironment):
+    from stalwart.workers.worker import build_worker
+
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    stalwart = StalwartClient(own_time_skipping_env.client, task_queue=task_queue)
+    async with build_worker(own_time_skipping_env.client, task_queue=task_queue):
+        session = await stalwart.start_session(session_agent("hi", idle_timeout_seconds=86400))
+        await session.send("hello")
+        result = await session.result()  # a day of workflow time passes while nobody writes
+    assert result.stop_reason == "idle"
+    assert result.elapsed_seconds >= 86400
+
+
+async def test_a_message_to_a_plain_run_by_update_is_refused_with_how_to_start_a_session(stalwart, worker_with):
+    async with worker_with():
+        handle = await stalwart.start(session_agent("done"), "a goal")
+        await handle.result()
+    async with worker_with():
+        with pytest.raises(Exception, match="session"):
+            await stalwart.session(handle.run_id).send("more")
+
+
+async def test_send_with_the_agent_starts_the_session_once_and_then_talks_to_it(stalwart, worker_with):
+    session_id = f"chat-{uuid.uuid4().hex[:8]}"
+    agent = session_agent("created", "reused")
+    async with worker_with():
+        first = await stalwart.send(session_id, "start it", agent=agent)
+        second = await stalwart.send(session_id, "talk to it", agent=agent)
+        state = await stalwart.session(session_id).state()
+    assert (first.answer, second.answer) == ("created", "reused")
+    assert state.turns == 2 and state.runs == 1
+
+
+release = asyncio.Event()
+tool_entered = asyncio.Event()
+
+
+@tool
+async def wait_for_release(topic: str) -> str:
+    """Waits until the test lets it finish.
+
+    Args:
+        topic: Anything.
+    """
+    tool_entered.set()
+    await release.wait()
+    return f"released {topic}"
+
+
+async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_step_in_order(stalwart, worker_with):
+    release.clear()
+    tool_entered.clear()
+    agent = AgentSpec(
+        name="busy",
+        tools=["wait_for_release"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="wait_for_release", arguments={"topic": "x"})]),
+            ScriptedReply(text="read both"),
+        ],
+        session=SessionSettings(),
+    )
+    async with worker_with(wait_for_release):
+        session = await stalwart.start_session(agent)
+        first = asyncio.create_task(session.send("start"))
+        await tool_entered.wait()
+        await session.post("second")
+        await session.post("third")
+        while (await session.state()).queued < 2:
+            await asyncio.sleep(0.05)
+        release.set()
+        result = await first
+        seen = await session.model_input(step=2)
+    assert result.answer == "read both"
+    assert [m.content for m in seen.messages if m.role == "user"] == ["start", "second", "third"]
+    assert [s.content for s in result.steps if s.role == "user"] == ["start", "second", "third"]

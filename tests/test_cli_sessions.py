@@ -1,0 +1,260 @@
+"""`stalwart session start`, `send`, `chat`, `close` and `show` of a session: real subprocesses, real dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from stalwart.client.api import StalwartClient
+from stalwart.workers.worker import build_worker
+
+from support.repo_paths import AGENTS_DIR, REPO
+
+STALWART = [sys.executable, "-m", "stalwart.client.cli"]
+CHATTER = """\
+name = "chatter"
+model = "scripted"
+
+[[scripted]]
+text = "first answer"
+
+[[scripted]]
+text = "second answer"
+"""
+
+
+def stalwart(*args: str, address: str, task_queue: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, against the test's server and task queue."""
+    env = {**os.environ, "TEMPORAL_UI_URL": "http://localhost:8233"}
+    return subprocess.run(
+        [*STALWART, *args, "--address", address, "--task-queue", task_queue],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+
+
+async def cli(*args: str, dev_env, task_queue: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(stalwart, *args, address=dev_env.address, task_queue=task_queue, stdin=stdin)
+
+
+@pytest.fixture
+def chatter_file(tmp_path: Path) -> Path:
+    """A session agent whose scripted model answers "first answer", then "second answer"."""
+    path = tmp_path / "chatter.toml"
+    path.write_text(CHATTER)
+    return path
+
+
+@pytest.fixture
+def client(dev_env, task_queue: str) -> StalwartClient:
+    return StalwartClient(dev_env.client, task_queue=task_queue)
+
+
+@pytest.fixture
+async def sessions(dev_env) -> AsyncIterator[list[str]]:
+    """Ids of the sessions a test opened; those still open are terminated after it, to leave the shared server clean."""
+    opened: list[str] = []
+    yield opened
+    for session_id in opened:
+        with contextlib.suppress(Exception):
+            await dev_env.client.get_workflow_handle(session_id).terminate(reason="test over")
+
+
+def session_id() -> str:
+    return f"cli-session-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.slow
+async def test_session_start_prints_the_new_sessions_id_and_its_ui_link_on_stderr(
+    dev_env, task_queue, chatter_file, sessions
+):
+    started = await cli("session", "start", str(chatter_file), dev_env=dev_env, task_queue=task_queue)
+    new_id = started.stdout.strip()
+    sessions.append(new_id)
+    assert started.returncode == 0, started.stderr
+    assert re.fullmatch(r"chatter-session-[0-9a-f]{12}\n", started.stdout)
+    assert f"Temporal UI: http://localhost:8233/namespaces/default/workflows/{new_id}" in started.stderr
+    description = await dev_env.client.get_workflow_handle(new_id).describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING
+
+
+@pytest.mark.slow
+async def test_send_prints_the_answer_of_the_turn_that_reads_the_message(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await client.start_session(chatter_file, session_id=session_id())
+        sessions.append(session.run_id)
+        sent = await cli("send", session.run_id, "hello", dev_env=dev_env, task_queue=task_queue)
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout == "first answer\n"
+
+
+@pytest.mark.slow
+async def test_send_with_agent_creates_the_session_then_talks_to_the_same_one(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    new_id = session_id()
+    sessions.append(new_id)
+    agent = ("--agent", str(chatter_file))
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        first = await cli("send", new_id, "start it", *agent, dev_env=dev_env, task_queue=task_queue)
+        second = await cli("send", new_id, "talk to it", *agent, dev_env=dev_env, task_queue=task_queue)
+        state = await client.session(new_id).state()
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+    assert (first.stdout, second.stdout) == ("first answer\n", "second answer\n")  # a new session would say "first"
+    assert state.turns == 2
+
+
+@pytest.mark.slow
+async def test_send_no_wait_returns_before_any_worker_runs_and_the_message_is_answered_later(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    session = await client.start_session(chatter_file, session_id=session_id())
+    sessions.append(session.run_id)
+    posted = await cli("send", session.run_id, "hello", "--no-wait", dev_env=dev_env, task_queue=task_queue)
+    assert posted.returncode == 0, posted.stderr  # returned with no worker polling: it did not wait for an answer
+    assert posted.stdout == ""
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        while (state := await session.state()).turns < 1 or state.status != "waiting":
+            await asyncio.sleep(0.05)
+    assert [(s.role, s.content) for s in state.steps] == [("user", "hello"), ("assistant", "first answer")]
+
+
+@pytest.mark.slow
+async def test_a_refused_empty_message_exits_1_with_the_sessions_reason_and_no_traceback(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await client.start_session(chatter_file, session_id=session_id())
+        sessions.append(session.run_id)
+        refused = await cli("send", session.run_id, "  ", dev_env=dev_env, task_queue=task_queue)
+    assert refused.returncode == 1
+    assert refused.stderr == "error: the message is empty: send some text\n"
+    assert refused.stdout == ""
+
+
+@pytest.mark.slow
+async def test_send_to_an_unknown_id_says_how_to_list_and_start_sessions(dev_env, task_queue):
+    unknown = await cli("send", "no-such-session", "hello", dev_env=dev_env, task_queue=task_queue)
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error: no session 'no-such-session': ")
+    assert "stalwart runs --query 'AgentStatus=\"waiting\"'" in unknown.stderr
+    assert "stalwart session start AGENT_FILE --id no-such-session" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+@pytest.mark.slow
+async def test_close_prints_the_final_stop_reason_closed(dev_env, task_queue, client, chatter_file, sessions):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await client.start_session(chatter_file, session_id=session_id())
+        sessions.append(session.run_id)
+        await session.send("hello")
+        closed = await cli("close", session.run_id, dev_env=dev_env, task_queue=task_queue)
+        result = await session.result()
+    assert closed.returncode == 0, closed.stderr
+    assert closed.stdout == "closed\n"
+    assert result.stop_reason == "closed"
+
+
+@pytest.mark.slow
+async def test_chat_with_piped_input_answers_each_line_in_order_and_exits_0(
+    dev_env, task_queue, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        chat = await cli("chat", str(chatter_file), dev_env=dev_env, task_queue=task_queue, stdin="hello\nagain\n")
+    started = re.search(r"^session (chatter-session-[0-9a-f]{12}) ", chat.stderr, flags=re.M)
+    if started:
+        sessions.append(started[1])
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout == "first answer\nsecond answer\n"
+    assert started, chat.stderr  # the new session's id is said (on stderr, so stdout holds only answers)
+    assert "you> " not in chat.stdout + chat.stderr  # no prompt when input is not a terminal
+
+
+@pytest.mark.slow
+async def test_show_of_a_session_lists_every_turn_and_says_it_waits_for_a_message(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await client.start_session(chatter_file, session_id=session_id())
+        sessions.append(session.run_id)
+        await session.send("hello")
+        await session.send("again")
+        shown = await cli("show", session.run_id, dev_env=dev_env, task_queue=task_queue)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"session {session.run_id} · agent chatter · status waiting · 2 turns"
+    assert re.fullmatch(r"  \[0\] message hello", lines[1])
+    assert re.fullmatch(r"  \[1\] model   first answer \(.+\)", lines[2])
+    assert re.fullmatch(r"  \[1\] message again", lines[3])
+    assert re.fullmatch(r"  \[2\] model   second answer \(.+\)", lines[4])
+    assert f"waiting for a message: `stalwart send {session.run_id} MESSAGE`" in shown.stdout
+
+
+@pytest.mark.slow
+async def test_show_imports_neither_the_worker_nor_a_provider_sdk_nor_the_dev_server(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):  # a running session answers through a worker
+        session = await client.start_session(chatter_file, session_id=session_id())
+        sessions.append(session.run_id)
+        await session.send("hello")
+        probe = await asyncio.to_thread(_imports_of, "show", session.run_id, "--json", "--address", dev_env.address)
+    assert probe == []
+
+
+def test_help_and_check_import_neither_the_worker_nor_a_provider_sdk_nor_the_dev_server():
+    assert _imports_of("--help") == []
+    assert _imports_of("check", str(AGENTS_DIR / "calculator.toml")) == []
+
+
+def test_the_cli_names_the_task_queue_workflow_type_and_defaults_of_the_contracts():
+    """The CLI writes these out so that `--help` need not import the contracts; they must not drift apart."""
+    from stalwart.client import cli
+    from stalwart.contracts import names
+
+    assert (cli.TASK_QUEUE, cli.WORKFLOW_TYPE, cli.DEFAULT_ADDRESS, cli.DEFAULT_NAMESPACE) == (
+        names.TASK_QUEUE,
+        names.WORKFLOW_TYPE,
+        names.DEFAULT_ADDRESS,
+        names.DEFAULT_NAMESPACE,
+    )
+
+
+HEAVY = ("openai", "anthropic", "mcp", "temporalio.worker", "stalwart.workers")
+
+
+def _imports_of(*argv: str) -> list[str]:
+    """The heavy modules a CLI command imports, run to success in a fresh interpreter."""
+    probe = (
+        "import json, os, sys\n"
+        "from stalwart.client import cli\n"
+        "try:\n"
+        f"    code = cli.main({list(argv)!r})\n"
+        "except SystemExit as done:\n"
+        "    code = done.code\n"
+        f"heavy = {HEAVY!r}\n"
+        "found = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))\n"
+        "print(json.dumps([code, found]), file=sys.stderr, flush=True)\n"
+        "os._exit(0)\n"  # skip interpreter teardown, as the `stalwart` executable does (cli.console_main)
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    code, found = json.loads(ran.stderr.strip().splitlines()[-1])
+    assert code in (0, None), ran.stderr
+    return found
