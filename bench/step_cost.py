@@ -1,12 +1,13 @@
 """What one agent step costs on Temporal: our loop against a bare workflow with the same activity round trips.
 
 A run of ours is N turns of the scripted model calling the no-op `echo` tool,
-then an answer: 2N+2 activities (describe_tools, N+1 model turns, N tools)
-and one `model_context` query per model turn. The bare workflow schedules
-the same activities as no-ops and nothing else; "bare+query" also makes each
-model no-op query its workflow, to show what reading the conversation by
-query costs. All run one at a time, interleaved, on one fresh in-memory dev
-server; the first run of each is a warm-up. A step is one turn.
+then an answer: 2N+2 activities (describe_tools, N+1 model turns, N tools).
+Each model turn reads the conversation from storage and appends the new
+messages to it (no query of the workflow since sessions landed). The bare
+workflow schedules the same activities as no-ops and nothing else;
+"bare+query" also makes each model no-op query its workflow, which is what
+our model activity used to do. All run one at a time, interleaved, on one
+fresh in-memory dev server; the first run of each is a warm-up. A step is one turn.
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
 """

@@ -9,10 +9,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts.run import AgentResult, RunInput
+    from stalwart.contracts.run import AgentResult
     from stalwart.workflows import AgentWorkflow
+    from stalwart.workflows.agent import NO_INPUT
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -20,9 +22,9 @@ class MemoryFirstAgentWorkflow(AgentWorkflow):
     """The loop changed without `workflow.patched`: it calls a new activity before anything else."""
 
     @workflow.run
-    async def run(self, input: RunInput) -> AgentResult:
+    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
         await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
-        return await super().run(input)
+        return await super().run(raw_input)
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -31,7 +33,7 @@ class PatchedMemoryFirstAgentWorkflow(AgentWorkflow):
     so runs recorded before it replay unchanged."""
 
     @workflow.run
-    async def run(self, input: RunInput) -> AgentResult:
+    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
         if workflow.patched("load-agent-memory"):
             await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
-        return await super().run(input)
+        return await super().run(raw_input)

@@ -16,7 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         ModelRequest,
         ToolRequest,
     )
+    from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
     from stalwart.contracts.run import (
@@ -48,6 +50,29 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 
 
+INPUT_SCHEMA_HINT = (
+    'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (`stalwart schema` prints its JSON Schema)'
+)
+
+
+NO_INPUT = RawValue(Payload())
+"""What the run gets when it is started with no input at all."""
+
+
+def _decoded(raw: RawValue) -> tuple[RunInput, str | None]:
+    """The run input, or a stand-in and the reason it is not one."""
+    stand_in = RunInput(agent=AgentSpec(name="invalid-input"), goal="")
+    if not raw.payload.metadata:
+        return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, RunInput), None
+    except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
+        reason = str(err).replace("\n", "; ")
+        return RunInput(
+            agent=AgentSpec(name="invalid-input"), goal=""
+        ), f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
+
+
 class _ModelFailed(Exception):
     """The model activity failed for good; the turn ends with stop reason `error`."""
 
@@ -61,7 +86,10 @@ class AgentWorkflow:
     """One run of one agent: a goal, or (with `session`) a conversation of many messages."""
 
     @workflow.init
-    def __init__(self, input: RunInput) -> None:
+    def __init__(self, raw_input: RawValue = NO_INPUT) -> None:
+        # Decoded here rather than by the SDK: an input that does not decode would otherwise fail
+        # every workflow task forever; this way the run fails at once, saying what is wrong.
+        input, self._invalid = _decoded(raw_input)
         self._input = input
         self._agent = input.agent
         now = workflow.now()
@@ -116,7 +144,10 @@ class AgentWorkflow:
         self._status: RunStatus = "running"
 
     @workflow.run
-    async def run(self, input: RunInput) -> AgentResult:
+    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
+        input = self._input
+        if self._invalid is not None:
+            raise ApplicationError(self._invalid, type="InvalidRunInput", non_retryable=True)
         if not input.session and not input.goal.strip():
             raise ApplicationError(
                 "a run needs a goal: give `goal` in the input, or start a session (`session`: true) to send messages",

@@ -1,0 +1,45 @@
+"""A workflow input that does not decode fails the run at once, saying what is wrong, for every client."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from stalwart.contracts.names import WORKFLOW_TYPE
+from stalwart.contracts.run import AgentResult
+
+
+async def _failure(env, task_queue: str, *args: object) -> str:
+    handle = await env.client.start_workflow(
+        WORKFLOW_TYPE, args=list(args), id=f"bad-{uuid.uuid4().hex[:8]}", task_queue=task_queue, result_type=AgentResult
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    return str(failed.value.cause)
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ({"agent": {"name": "calc", "toolz": []}, "goal": "g"}, "toolz"),
+        ({"agent": {"name": "calc"}}, "a run needs a goal"),
+        ("just a string", "invalid run input"),
+        ({"goal": "no agent"}, "agent"),
+        ({"agent": {"name": "calc", "budgets": {"max_steps": "many"}}, "goal": "g"}, "max_steps"),
+    ],
+    ids=["misspelt-field", "missing-goal", "bare-string", "missing-agent", "wrong-type"],
+)
+async def test_a_malformed_input_fails_the_run_at_once_with_the_validation_message(
+    time_skipping_env, task_queue, worker_with, raw, named
+):
+    async with worker_with():
+        message = await _failure(time_skipping_env, task_queue, raw)
+    assert named in message
+
+
+async def test_no_input_at_all_fails_the_run_at_once(time_skipping_env, task_queue, worker_with):
+    async with worker_with():
+        message = await _failure(time_skipping_env, task_queue)
+    assert "invalid run input" in message
