@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.tools import tool
 from stalwart.client.api import SessionClosed, StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall, names
 from stalwart.contracts.agent import SessionSettings
 
 
@@ -165,3 +165,36 @@ async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_st
     assert result.answer == "read both"
     assert [m.content for m in seen.messages if m.role == "user"] == ["start", "second", "third"]
     assert [s.content for s in result.steps if s.role == "user"] == ["start", "second", "third"]
+
+
+@pytest.mark.slow
+async def test_a_message_signalled_from_the_temporal_cli_is_answered(dev_env, task_queue):
+    from stalwart.workers.dev_server import find_executable
+    from stalwart.workers.worker import build_worker
+
+    stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await stalwart.start_session(session_agent("heard the CLI"))
+        signal = await asyncio.create_subprocess_exec(
+            str(find_executable("temporal")),
+            *("workflow", "signal", "--address", dev_env.address, "--workflow-id", session.run_id),
+            *("--name", "message", "--input", '"hello from the temporal CLI"'),
+        )
+        assert await signal.wait() == 0
+        while (state := await session.state()).turns < 1 or state.status != "waiting":
+            await asyncio.sleep(0.05)
+    assert [(s.role, s.content) for s in state.steps] == [
+        ("user", "hello from the temporal CLI"),
+        ("assistant", "heard the CLI"),
+    ]
+
+
+async def test_token_totals_accumulate_over_the_whole_session_while_each_turn_reports_its_own(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("a", "b", "c"))
+        turns = [await session.send(text) for text in ("one", "two", "three")]
+        state = await session.state()
+        attributes = (await stalwart.temporal.get_workflow_handle(session.run_id).describe()).typed_search_attributes
+    assert [t.usage.total_tokens for t in turns] == [20, 20, 20]
+    assert state.usage.total_tokens == 60
+    assert (attributes.get(names.AGENT_TOKENS), attributes.get(names.AGENT_STATUS)) == (60, "waiting")
