@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from support.repo_paths import REPO
-
 from stalwart.contracts.run import RunInput
+
+from support.repo_paths import REPO
 
 SCHEMA_FILE = REPO / "docs" / "run-input.schema.json"
 
