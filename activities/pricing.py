@@ -121,9 +121,11 @@ def price_for(agent: AgentSpec) -> Price | None:
     """The price of the agent's model, looked up once per turn before the paid call: ModelConfigError when the agent
     has a cost budget but its model has no price."""
     price = price_of(agent.model)
-    if price is None and agent.budgets.max_cost_usd is not None:
+    capped = "budgets.max_cost_usd" if agent.budgets.max_cost_usd is not None else None
+    capped = capped or ("session.max_cost_usd" if agent.session.max_cost_usd is not None else None)
+    if price is None and capped is not None:
         raise ModelConfigError(
-            f"agent {agent.name!r} has budgets.max_cost_usd but Stalwart knows no price for {agent.model!r}. "
+            f"agent {agent.name!r} has {capped} but Stalwart knows no price for {agent.model!r}. "
             f"Add it to a JSON price table named by {PRICES_ENV} on the worker, or remove the cost budget."
         )
     return price

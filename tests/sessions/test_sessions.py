@@ -198,3 +198,20 @@ async def test_token_totals_accumulate_over_the_whole_session_while_each_turn_re
     assert [t.usage.total_tokens for t in turns] == [20, 20, 20]
     assert state.usage.total_tokens == 60
     assert (attributes.get(names.AGENT_TOKENS), attributes.get(names.AGENT_STATUS)) == (60, "waiting")
+
+
+async def test_a_session_that_spent_its_lifetime_cost_cap_refuses_further_messages(
+    stalwart, worker_with, tmp_path, monkeypatch
+):
+    from stalwart.activities.pricing import PRICES_ENV
+
+    table = tmp_path / "prices.json"
+    table.write_text('{"scripted": {"input": 1000.0, "output": 1000.0}}')  # USD per million tokens: 0.02 a turn
+    monkeypatch.setenv(PRICES_ENV, str(table))
+    async with worker_with():
+        session = await stalwart.start_session(session_agent("one", "two", "three", max_cost_usd=0.03))
+        first, second = await session.send("a"), await session.send("b")
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await session.send("c")
+    assert (first.stop_reason, second.stop_reason) == ("done", "done"), "each turn began under the cap"
+    assert "max_cost_usd=0.03" in str(refused.value.cause)
