@@ -21,7 +21,8 @@ from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
 from stalwart.contracts.activities import ModelContext, ModelRequest
 from stalwart.contracts.messages import AssistantTurn
-from stalwart.contracts.names import MODEL_ACTIVITY
+from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
+from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
 
 
 class ModelActivities:
@@ -38,6 +39,11 @@ class ModelActivities:
 
             self._transcripts = TranscriptStore(ObjectStore.from_config())
         return self._transcripts
+
+    @activity.defn(name=ARCHIVE_STEPS_ACTIVITY)
+    async def archive_steps(self, request: ArchiveStepsRequest) -> StepArchive:
+        """Keep a run's step log in storage when it continues as new, instead of carrying it forward."""
+        return await self.transcripts.save_steps(request.chain_id, request.index, request.steps)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:

@@ -20,8 +20,10 @@ from pydantic import TypeAdapter
 
 from stalwart.contracts.activities import AgentContext
 from stalwart.contracts.messages import Message, TranscriptRef
+from stalwart.contracts.run import StepArchive, StepRecord
 
 _MESSAGES = TypeAdapter(list[Message])
+_STEPS = TypeAdapter(list[StepRecord])
 
 
 class BlobStore(Protocol):
@@ -132,6 +134,25 @@ class TranscriptStore:
         self._contexts.move_to_end(digest)
         while len(self._contexts) > self._cached_chains:
             self._contexts.popitem(last=False)
+
+    async def save_steps(self, chain_id: str, index: int, steps: list[StepRecord]) -> StepArchive:
+        """Store the step log of one run of a chain (written again unchanged on a retry)."""
+        key = f"{chain_id}/steps-{index:05d}.json"
+        await self._blobs.put(key, _STEPS.dump_json(steps))
+        return StepArchive(key=key, count=len(steps))
+
+    async def load_steps(self, archives: list[StepArchive]) -> list[StepRecord]:
+        """The archived steps, oldest run first."""
+        steps: list[StepRecord] = []
+        for archive in archives:
+            data = await self._blobs.get(archive.key)
+            if data is None:
+                raise TranscriptError(
+                    f"the steps archived as {archive.key} are not in storage: every worker and client of a run "
+                    "must share one STALWART_STORAGE"
+                )
+            steps.extend(_STEPS.validate_json(data))
+        return steps
 
     def _remember(self, ref: TranscriptRef, messages: list[Message]) -> None:
         self._cache[ref.chain_id] = _Cached(ref, messages)

@@ -6,10 +6,10 @@ import asyncio
 import builtins
 import os
 import uuid
-from collections.abc import AsyncIterator
-from datetime import datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel
 from temporalio.client import (
@@ -21,20 +21,24 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
-from temporalio.service import RPCError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.agent_files import load_agent
-from stalwart.client.chain import chain_histories, model_input_at
 from stalwart.client.connection import connect
 from stalwart.client.stream import StreamEvent, stream_answer
 from stalwart.contracts import names
-from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
-from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, StepRecord, StopReason
-from stalwart.workflows import conversation
+from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, StepArchive, StepRecord, StopReason
+
+if TYPE_CHECKING:
+    from stalwart.contracts.activities import ModelContext
 
 DEFAULT_UI_URL = "http://localhost:8233"
+_QUERY_ATTEMPTS = 6
+_SEND_ATTEMPTS = 20
+_QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
 
 
@@ -74,7 +78,16 @@ class RunHandle:
         held the second back by about a second, so the first steps printed late, all at once.
         """
         async with self._one_query:
-            return await self._handle.query(name, result_type=result_type)
+            for attempt in range(_QUERY_ATTEMPTS):
+                try:
+                    return await self._handle.query(name, result_type=result_type, rpc_timeout=_QUERY_RPC_TIMEOUT)
+                except RPCError as err:
+                    # A query that reaches a run just as it continues as new is never answered; the
+                    # next one goes to the new run.
+                    timed_out = err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
+                    if not timed_out or attempt == _QUERY_ATTEMPTS - 1:
+                        raise
+            raise AssertionError("unreachable")
 
     @property
     def run_id(self) -> str:
@@ -87,20 +100,30 @@ class RunHandle:
         return f"{self._ui_url}/namespaces/{self._namespace}/workflows/{self.run_id}"
 
     async def result(self) -> AgentResult:
-        """Wait for the run to end and return its answer, stop reason and step log."""
-        return await self._handle.result()
+        """Wait for the run to end and return its answer, stop reason and whole step log."""
+        result: AgentResult = await self._handle.result()
+        if result.earlier:
+            earlier = await _archived_steps(result.earlier)
+            result = result.model_copy(update={"steps": [*earlier, *result.steps], "earlier": []})
+        return result
 
     async def state(self) -> RunState:
-        """The step log, status and usage: live from the workflow while it runs, from its recorded result after."""
+        """The step log, status and usage: live from the workflow while it runs, from its recorded result after.
+
+        The log covers every run of a continue-as-new chain: earlier runs' steps come from storage.
+        """
         closed = await self._closed_state()
-        return closed if closed is not None else await self._query("state", RunState)
+        state: RunState = closed if closed is not None else await self._query("state", RunState)
+        if state.earlier:
+            earlier = await _archived_steps(state.earlier)
+            state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
+        return state
 
     async def events(self) -> list[RunEvent]:
-        """The run in the KAOS memory-event vocabulary."""
-        closed = await self._closed_state()
-        if closed is None:
-            return await self._query("events", list[RunEvent])
-        return conversation.events(closed.steps)
+        """The run in the KAOS memory-event vocabulary (docs/concepts.md), across the whole chain."""
+        from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
+
+        return events((await self.state()).steps)
 
     async def _closed_state(self) -> RunState | None:
         """A closed run's state, from its history alone (input and result), so no worker is needed to answer."""
@@ -121,6 +144,8 @@ class RunHandle:
             usage=result.usage,
             answer=result.answer,
             error=result.error,
+            session=run_input.session,
+            turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
         )
 
     async def run_input(self) -> RunInput:
@@ -151,10 +176,14 @@ class RunHandle:
 
     async def histories(self) -> builtins.list[WorkflowHistory]:
         """Every run of the continue-as-new chain, oldest first."""
+        from stalwart.client.chain import chain_histories
+
         return await chain_histories(self._client, self.run_id)
 
     async def model_input(self, step: int) -> ModelContext:
         """Exactly what the model was sent at `step`, rebuilt from history and storage."""
+        from stalwart.client.chain import model_input_at
+
         return await model_input_at(self._client, await self.histories(), step)
 
     async def cancel(self) -> None:
@@ -199,7 +228,9 @@ class SessionHandle(RunHandle):
         message (empty, too long, or the session is closed).
         """
         try:
-            return await self._handle.execute_update("send", message, result_type=AgentResult)
+            return await _retrying_while_continuing(
+                lambda: self._handle.execute_update("send", message, result_type=AgentResult)
+            )
         except WorkflowUpdateFailedError:
             raise
         except RPCError as err:
@@ -315,17 +346,21 @@ class StalwartClient:
         if agent is None:
             return await self.session(session_id).send(message)
         spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
-        start: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(
-            names.WORKFLOW_TYPE,
-            RunInput(agent=spec, inputs=inputs or {}, session=True),
-            id=session_id,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            result_type=AgentResult,
-            **self._start_options(spec, "session"),
-        )
-        return await self.temporal.execute_update_with_start_workflow(
-            "send", message, start_workflow_operation=start, result_type=AgentResult
-        )
+
+        def send() -> Awaitable[AgentResult]:
+            operation: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(
+                names.WORKFLOW_TYPE,
+                RunInput(agent=spec, inputs=inputs or {}, session=True),
+                id=session_id,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                result_type=AgentResult,
+                **self._start_options(spec, "session"),
+            )
+            return self.temporal.execute_update_with_start_workflow(
+                "send", message, start_workflow_operation=operation, result_type=AgentResult
+            )
+
+        return await _retrying_while_continuing(send)
 
     def _start_options(self, spec: AgentSpec, what: str) -> dict[str, Any]:
         return {
@@ -362,6 +397,36 @@ class StalwartClient:
         """Runs that wait for approvals, with their pending calls."""
         runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
+
+
+async def _retrying_while_continuing(send: Callable[[], Awaitable[AgentResult]]) -> AgentResult:
+    """Send again a message refused because the session was continuing as new (it takes no message then)."""
+    for attempt in range(_SEND_ATTEMPTS):
+        try:
+            return await send()
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            continuing = isinstance(cause, ApplicationError) and cause.type == names.SESSION_CONTINUING
+            if not continuing or attempt == _SEND_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+    raise AssertionError("unreachable")
+
+
+_ARCHIVES: dict[str, list[StepRecord]] = {}
+
+
+async def _archived_steps(archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
+    """Steps of earlier runs of a chain; archives never change, so each is read once per process."""
+    from stalwart.activities.storage.config import ObjectStore
+    from stalwart.activities.transcripts import TranscriptStore
+
+    missing = [a for a in archives if a.key not in _ARCHIVES]
+    if missing:
+        store = TranscriptStore(ObjectStore.from_config())
+        for archive in missing:
+            _ARCHIVES[archive.key] = await store.load_steps([archive])
+    return [step for archive in archives for step in _ARCHIVES[archive.key]]
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str | None:

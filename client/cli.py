@@ -1,32 +1,39 @@
-"""The `stalwart` command: run agents, serve workers, inspect runs."""
+"""The `stalwart` command: run agents, talk to sessions, serve workers, inspect runs.
+
+Start-up imports only the standard library, so `stalwart --help` answers at once: each command
+imports what it needs (the client, the worker, the dev server) when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
-import logging
 import os
-import signal
 import sys
-from collections.abc import AsyncIterator, Coroutine, Sequence
-from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO
-
-from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
+from typing import TYPE_CHECKING, Any, TextIO
 
 from stalwart.client import render
-from stalwart.client.agent_files import AgentFileError, load_agent
-from stalwart.client.api import RunHandle, RunWithoutResult, StalwartClient
-from stalwart.client.connection import connect, default_address, default_namespace
-from stalwart.client.stream import AnswerDelta
-from stalwart.contracts.model_choice import choose_model
-from stalwart.contracts.names import TASK_QUEUE, WORKFLOW_TYPE
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator, Coroutine, Sequence
+
+    from temporalio.client import Client
+
+    from stalwart.client.api import RunHandle, SessionHandle, StalwartClient
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.run import AgentResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+
+# The same as stalwart.contracts.names, which is not imported here (it loads the contracts and the
+# Temporal SDK); tests/test_cli_sessions.py checks that they agree.
+TASK_QUEUE = "stalwart"
+WORKFLOW_TYPE = "AgentWorkflow"
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
 
 EPILOG = f"""\
 examples:
@@ -36,54 +43,109 @@ examples:
   stalwart show RUN_ID --events
   stalwart runs --query 'AgentStatus="done"'
 
+sessions (an agent that stays open and answers each message as one turn):
+  stalwart session start agents/calculator.toml --id calc-chat
+  stalwart send calc-chat "What is (17 * 23) + 4?"
+  stalwart send calc-chat "And 2**10?" --no-wait      # a signal: returns at once
+  stalwart chat calc-chat               # or `stalwart chat AGENT_FILE` for a new session
+  stalwart close calc-chat
+
+recording and replaying (the pre-deploy gate):
+  stalwart history export RUN_ID -o tests/histories
+  stalwart replay tests/histories/       # exit 1 if the code here would decide differently
+  stalwart replay --query 'ExecutionStatus="Running"'
+
 Runs are Temporal workflows of type {WORKFLOW_TYPE!r} on task queue {TASK_QUEUE!r}; any Temporal
-client can start one with the JSON input {{"agent": {{...agent spec...}}, "goal": "..."}}.
+client can start one with the JSON input {{"agent": {{...agent spec...}}, "goal": "..."}}, and talk to a
+session with the signal `message` or the updates `send` and `close`.
 """
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if not hasattr(args, "handler"):
-        parser.print_help()
+    if getattr(args, "handler", None) is None:
+        getattr(args, "help_parser", parser).print_help()
         return EXIT_USAGE
+    import asyncio
+
     try:
         return asyncio.run(_until_terminated(args.handler(args)))
-    except AgentFileError as err:
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:
+        code = _explain(err)
+        if code is None:
+            raise
+        return code
+
+
+def _explain(err: Exception) -> int | None:
+    """An error a person can act on, said in one line on stderr; None for a bug (a traceback)."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from stalwart.client.agent_files import AgentFileError
+    from stalwart.client.api import RunWithoutResult, SessionClosed
+
+    if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
+        return EXIT_OK
+    if isinstance(err, AgentFileError):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except RunWithoutResult as err:
+    if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    except ConnectionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    except RPCError as err:
+    if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND:
             print(f"error: {err.message}. `stalwart runs` lists the runs of this namespace.", file=sys.stderr)
         else:
+            # A query to a running workflow times out when no worker runs it.
+            hint = (
+                "; a running run or session answers through a worker: is one polling its task queue?"
+                if err.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED)
+                else ""
+            )
             print(
-                f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}",
+                f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}{hint}",
                 file=sys.stderr,
             )
         return EXIT_RUN_FAILED
-    except KeyboardInterrupt:
-        return 130
+    return None
 
 
-def _versions() -> str:
-    """Stalwart's version and the Temporal SDK's, the two a bug report needs."""
-    return f"stalwart {metadata.version('stalwart')} (temporalio {metadata.version('temporalio')})"
+class _Version(argparse.Action):
+    """`--version`, reading the installed versions only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib import metadata
+
+        # Stalwart's version and the Temporal SDK's, the two a bug report needs.
+        print(f"stalwart {metadata.version('stalwart')} (temporalio {metadata.version('temporalio')})")
+        parser.exit()
 
 
 async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
     """Run a command; SIGTERM unwinds it like Ctrl-C, so an embedded dev server is stopped, not orphaned."""
+    import asyncio
+    import signal
+
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    terminated = []
+
+    def terminate() -> None:
+        terminated.append(True)
+        task.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
     try:
         return await command
     except asyncio.CancelledError:
+        if not terminated:
+            raise  # Ctrl-C: asyncio.run raises KeyboardInterrupt, exit status 130
         return 143
 
 
@@ -94,20 +156,18 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=_versions())
+    parser.add_argument("--version", action=_Version, help="print Stalwart's and the Temporal SDK's versions")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    def command(name: str, handler, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help)
+    def command(name: str, handler, help: str, *, group: Any = commands, **more: Any) -> argparse.ArgumentParser:
+        sub = group.add_parser(name, help=help, description=help, **more)
         sub.set_defaults(handler=handler)
         return sub
 
     run = command("run", _run, "Start a run of an agent and follow it to its answer.")
     run.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
     run.add_argument("goal", help="what the agent should do")
-    run.add_argument(
-        "--input", action="append", default=[], metavar="NAME=VALUE", help="a run input for tool bindings (repeatable)"
-    )
+    _input_option(run)
     run.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server and worker for this run")
     run.add_argument(
         "--keep", action="store_true", help="with --dev: keep the server and UI up after the run until Ctrl-C"
@@ -123,6 +183,75 @@ def _parser() -> argparse.ArgumentParser:
     _worker_options(run)
     _connection_options(run)
 
+    session = commands.add_parser(
+        "session",
+        help="Start a session: an agent that stays open and answers each message sent to it.",
+        description="Sessions: an agent that stays open and answers each message sent to it as one turn.",
+    )
+    session.set_defaults(handler=None, help_parser=session)
+    session_commands = session.add_subparsers(title="session commands", metavar="COMMAND")
+    start = command(
+        "start",
+        _session_start,
+        "Start a session of an agent; print its id (the Temporal UI link goes to stderr).",
+        group=session_commands,
+        epilog="then: stalwart send ID MESSAGE · stalwart chat ID · stalwart show ID · stalwart close ID",
+    )
+    start.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
+    start.add_argument("--id", default=None, help="the session's id (default: AGENT-session-RANDOM)")
+    _input_option(start)
+    _connection_options(start)
+
+    send = command(
+        "send",
+        _send,
+        "Send a message to a session and print the answer of the turn that reads it.",
+        epilog=(
+            "A message the session refuses (empty, too long, the session closed) is an error, exit status 1.\n"
+            "`stalwart show ID` prints every step of the session, tool calls included."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    send.add_argument("session_id", metavar="ID", help="the session's id, as `stalwart session start` printed it")
+    send.add_argument("message", metavar="MESSAGE", help="what to say")
+    send.add_argument(
+        "--agent",
+        type=Path,
+        metavar="AGENT_FILE",
+        help="start the session with this agent if no session ID is open (same id: same session)",
+    )
+    _input_option(send, "with --agent: an input of the session, if this starts it (repeatable)")
+    send.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="deliver the message (the signal `message`) and return at once; the answer is in `stalwart show ID`",
+    )
+    send.add_argument("--json", action="store_true", help="print the turn's result (answer, steps, usage) as JSON")
+    _connection_options(send)
+
+    chat = command(
+        "chat",
+        _chat,
+        "Talk to a session line by line: each line of input is a message, each answer is printed as it is written.",
+        epilog=(
+            "Input ends the chat at end of file or with /exit; the session stays open for later messages.\n"
+            "/close closes the session and ends the chat. Input can be piped: `printf 'hi\\n' | stalwart chat ID`."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chat.add_argument("target", metavar="AGENT_FILE|ID", help="an agent file, to start a new session; or a session id")
+    chat.add_argument("--id", default=None, help="with an agent file: the new session's id (if open: go on with it)")
+    _input_option(chat, "with an agent file: an input of the new session (repeatable)")
+    _connection_options(chat)
+
+    close = command(
+        "close",
+        _close,
+        "Close a session once the messages it has are answered; print its final stop reason.",
+    )
+    close.add_argument("session_id", metavar="ID")
+    _connection_options(close)
+
     worker = command("worker", _worker, "Run a worker: executes agent runs, model calls and tools.")
     _worker_options(worker)
     _connection_options(worker)
@@ -131,23 +260,27 @@ def _parser() -> argparse.ArgumentParser:
     _dev_options(dev)
     _worker_options(dev)
 
-    show = command("show", _show, "Print the step log of a run, running or finished.")
-    show.add_argument("run_id")
+    show = command("show", _show, "Print the step log of a run or session, running or finished.")
+    show.add_argument("run_id", metavar="ID")
     show.add_argument("--events", action="store_true", help="print the KAOS-style event list instead")
     show.add_argument("--json", action="store_true", help="print as JSON")
     _connection_options(show)
 
-    runs = command("runs", _runs, "List runs with their search attributes.")
-    runs.add_argument("--query", help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100'")
+    runs = command("runs", _runs, "List runs and sessions with their search attributes.")
+    runs.add_argument(
+        "--query",
+        help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100' "
+        "or 'AgentStatus=\"waiting\"' (sessions waiting for a message)",
+    )
     runs.add_argument("--limit", type=int, default=20)
     _connection_options(runs)
 
-    cancel = command("cancel", _cancel, "Cancel a run; it ends `cancelled` and keeps its steps.")
-    cancel.add_argument("run_id")
+    cancel = command("cancel", _cancel, "Cancel a run or session; it ends `cancelled` and keeps its steps.")
+    cancel.add_argument("run_id", metavar="ID")
     _connection_options(cancel)
 
     pending = command("pending", _pending, "List tool calls waiting for approval (of one run, or of all runs).")
-    pending.add_argument("run_id", nargs="?")
+    pending.add_argument("run_id", metavar="ID", nargs="?")
     _connection_options(pending)
 
     for name, approved, summary in (
@@ -155,7 +288,7 @@ def _parser() -> argparse.ArgumentParser:
         ("reject", False, "Reject a waiting tool call; the model reads the reason as its result."),
     ):
         decide = command(name, _decide, summary)
-        decide.add_argument("run_id")
+        decide.add_argument("run_id", metavar="ID")
         decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
         decide.add_argument("--reason", required=not approved, default=None)
         decide.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
@@ -164,15 +297,112 @@ def _parser() -> argparse.ArgumentParser:
 
     check = command("check", _check, "Validate an agent file and print the spec it describes.")
     check.add_argument("agent", type=Path)
+
+    history = commands.add_parser(
+        "history",
+        help="Record runs as history files, to replay them in tests and before deploys.",
+        description="Record runs as history files, to replay them in tests and before deploys.",
+    )
+    history.set_defaults(handler=None, help_parser=history)
+    history_commands = history.add_subparsers(title="history commands", metavar="COMMAND")
+    export = command(
+        "export",
+        _history_export,
+        "Write a run's history (every run of its continue-as-new chain, with the stored payloads it names).",
+        group=history_commands,
+        epilog="then: stalwart replay FOLDER (in CI, and before every deploy)",
+    )
+    export.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run or session to export")
+    export.add_argument("-o", "--output", type=Path, default=Path("histories"), help="folder (default: histories/)")
+    export.add_argument("--query", default=None, help="export every run a visibility query matches instead")
+    _connection_options(export)
+
+    replay = command(
+        "replay",
+        _replay,
+        "Replay recorded or live histories against the code installed here; exit 1 if any would diverge.",
+        epilog=(
+            "examples:\n  stalwart replay tests/fixtures/histories/\n"
+            "  stalwart replay --query 'ExecutionStatus=\"Running\"'   # the pre-deploy gate"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("paths", nargs="*", type=Path, metavar="FILE_OR_DIR", help="history files or folders")
+    replay.add_argument("--query", default=None, help="replay the live runs a visibility query matches")
+    replay.add_argument("--since", default=None, help="with --query: only runs started within, e.g. 7d, 12h")
+    _connection_options(replay)
     return parser
+
+
+async def _history_export(args: argparse.Namespace) -> int:
+    from stalwart.client.replay import export_run
+
+    if (args.run_id is None) == (args.query is None):
+        print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
+        return EXIT_USAGE
+    stalwart = await _client(args)
+    ids = [args.run_id] if args.run_id else [run.run_id for run in await stalwart.list(args.query, limit=1000)]
+    for run_id in ids:
+        for path in await export_run(stalwart.temporal, run_id, args.output):
+            print(path)
+    return EXIT_OK
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    from stalwart.client.replay import replay_files, replay_live
+
+    if bool(args.paths) == bool(args.query):
+        print("error: give history files or folders, or --query, not both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.query:
+        query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
+        if args.since:
+            query += f" AND StartTime > '{_since(args.since)}'"
+        outcomes = await replay_live((await _client(args)).temporal, query)
+    else:
+        outcomes = await replay_files(args.paths)
+    for outcome in outcomes:
+        print(f"{'ok' if outcome.ok else 'DIVERGES'}  {outcome.name} {outcome.run_id}")
+        if outcome.divergence:
+            print(f"    {outcome.divergence}")
+    failed = sum(not o.ok for o in outcomes)
+    print(f"{len(outcomes) - failed} replayed, {failed} diverged", file=sys.stderr)
+    if not outcomes:
+        print("error: nothing to replay", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _since(text: str) -> str:
+    from datetime import UTC, datetime, timedelta
+
+    units = {"d": "days", "h": "hours", "m": "minutes"}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise SystemExit(f"error: --since takes a number and d, h or m, e.g. 7d; not {text!r}")
+    start = datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    return start.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _input_option(parser: argparse.ArgumentParser, help: str = "a run input for tool bindings (repeatable)") -> None:
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def _default_address() -> str:
+    return os.environ.get("TEMPORAL_ADDRESS", DEFAULT_ADDRESS)
+
+
+def _default_namespace() -> str:
+    return os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE)
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {default_address()})"
+        "--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {_default_address()})"
     )
     parser.add_argument(
-        "--namespace", default=None, help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {default_namespace()})"
+        "--namespace",
+        default=None,
+        help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {_default_namespace()})",
     )
     parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
 
@@ -195,10 +425,16 @@ def _dev_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# -- commands ----------------------------------------------------------------
+# -- runs --------------------------------------------------------------------
 
 
 async def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from stalwart.client.agent_files import load_agent
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts.model_choice import choose_model
+
     spec = load_agent(args.agent)
     inputs = _parse_inputs(args.input)
     async with _temporal(args, embedded=args.dev) as (temporal, ui_url):
@@ -219,7 +455,9 @@ async def _run(args: argparse.Namespace) -> int:
         if args.no_follow:
             print(handle.run_id)
             return EXIT_OK
-        approvals = asyncio.create_task(_handle_approvals(handle, approve_all=args.approve_all, out=progress))
+        approvals = asyncio.create_task(
+            _handle_approvals(handle, approve_all=args.approve_all, out=progress, ask=_terminal())
+        )
         return await _follow(
             handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=approvals
         )
@@ -229,6 +467,8 @@ async def _follow(
     handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]
 ) -> int:
     """Print the run as it goes, then its result; `approvals` (its approval handling) stops once the run has ended."""
+    import asyncio
+
     try:
         if not as_json:
             await _print_live(handle)
@@ -253,6 +493,10 @@ async def _follow(
 
 async def _print_live(handle: RunHandle) -> None:
     """Print each step as it finishes and the answer's words as the model writes them, in one readable stream."""
+    import asyncio
+
+    from stalwart.client.stream import AnswerDelta
+
     line = render.LiveLine(sys.stdout)
 
     async def steps() -> None:
@@ -270,8 +514,15 @@ async def _print_live(handle: RunHandle) -> None:
     line.close()
 
 
-async def _handle_approvals(handle: RunHandle, *, approve_all: bool, out: TextIO) -> None:
-    """While a run is followed, answer its approval requests: all, by asking on a terminal, or by saying how."""
+async def _handle_approvals(
+    handle: RunHandle, *, approve_all: bool, out: TextIO, ask: _LineReader | None = None
+) -> None:
+    """While a run is followed, answer its approval requests: all, by asking on a terminal, or by saying how.
+
+    `ask` reads the person's answer (given when stdin is a terminal); without it, the command says how to decide.
+    """
+    import asyncio
+
     announced: set[tuple[int, str]] = set()  # by step too: a later call may reuse an id
     while True:
         for pending in await handle.pending_approvals():
@@ -283,9 +534,9 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool, out: TextIO
             if approve_all:
                 await handle.approve(pending.call_id, reviewer="stalwart run --approve-all")
                 print("    approved (--approve-all)", file=out, flush=True)
-            elif sys.stdin.isatty():
-                answer = await asyncio.to_thread(input, "  approve? [y/N] ")
-                if answer.strip().lower() in ("y", "yes"):
+            elif ask is not None:
+                answer = await ask.next("  approve? [y/N] ")
+                if (answer or "").strip().lower() in ("y", "yes"):
                     await handle.approve(pending.call_id, reviewer="terminal")
                 else:
                     await handle.reject(pending.call_id, reason="declined at the terminal", reviewer="terminal")
@@ -300,8 +551,372 @@ async def _handle_approvals(handle: RunHandle, *, approve_all: bool, out: TextIO
         await asyncio.sleep(0.3)
 
 
+def _terminal() -> _LineReader | None:
+    """A reader of the person's answers when stdin is a terminal, else None (a pipe, /dev/null: never ask)."""
+    return _LineReader() if sys.stdin.isatty() else None
+
+
+class _LineReader:
+    """Lines of stdin, read on a daemon thread one at a time when asked.
+
+    Not `asyncio.to_thread(input)`: a read still waiting when the command ends would hold
+    `asyncio.run` (which joins its executor's threads) until someone pressed Enter.
+    """
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self._asks: queue.SimpleQueue[tuple[Any, Any, str | None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="stalwart-stdin", daemon=True).start()
+
+    async def next(self, prompt: str | None = None) -> str | None:
+        """The next line (after showing `prompt`, with line editing), or None at the end of input."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
+        self._asks.put((loop, answer, prompt))
+        return await answer
+
+    def _serve(self) -> None:
+        while True:
+            loop, answer, prompt = self._asks.get()
+            try:
+                line: str | None = input(prompt) if prompt is not None else sys.stdin.readline() or None
+            except (EOFError, OSError, ValueError):
+                line = None
+            loop.call_soon_threadsafe(lambda a=answer, v=line: a.done() or a.set_result(v))
+
+
+# -- sessions ----------------------------------------------------------------
+
+NO_SESSION_HINT = (
+    "`stalwart runs --query 'AgentStatus=\"waiting\"'` lists the sessions waiting for a message; "
+    "`stalwart session start AGENT_FILE --id {id}` starts one, as does `stalwart send {id} MESSAGE --agent AGENT_FILE`"
+)
+
+
+async def _session_start(args: argparse.Namespace) -> int:
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from stalwart.client.agent_files import load_agent
+
+    spec = load_agent(args.agent)
+    inputs = _parse_inputs(args.input)
+    stalwart = await _client(args)
+    await _warn_without_workers(stalwart.temporal, args.task_queue)
+    try:
+        session = await stalwart.start_session(spec, session_id=args.id, inputs=inputs)
+    except WorkflowAlreadyStartedError:
+        print(
+            f"error: {args.id!r} is already open: talk to it with `stalwart send {args.id} MESSAGE`, "
+            "or choose another --id",
+            file=sys.stderr,
+        )
+        return EXIT_RUN_FAILED
+    print(session.run_id, flush=True)
+    print(
+        f"session {session.run_id} · agent {spec.name} · model {spec.model}: "
+        f"talk to it with `stalwart send {session.run_id} MESSAGE` or `stalwart chat {session.run_id}`",
+        file=sys.stderr,
+    )
+    print(f"Temporal UI: {session.ui_url}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _send(args: argparse.Namespace) -> int:
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from stalwart.client.agent_files import load_agent
+
+    spec = load_agent(args.agent) if args.agent else None
+    inputs = _parse_inputs(args.input)
+    stalwart = await _client(args)
+    if args.no_wait:
+        return await _post(stalwart, args, spec, inputs)
+    if spec is not None:
+        await _warn_without_workers(stalwart.temporal, args.task_queue)
+    try:
+        async with _while_a_turn_runs(stalwart, args.session_id, ask=_terminal()):
+            result = await stalwart.send(args.session_id, args.message, agent=spec, inputs=inputs)
+    except WorkflowUpdateFailedError as err:
+        print(f"error: {_refusal(err)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        print(f"error: no session {args.session_id!r}: {NO_SESSION_HINT.format(id=args.session_id)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        if result.answer or result.stop_reason == "done":
+            print(result.answer, flush=True)
+        if result.stop_reason != "done":
+            ended = f"the turn ended with stop reason {result.stop_reason}"
+            print(f"error: {ended}: {result.error}" if result.error else f"({ended})", file=sys.stderr)
+    return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled", "closed", "idle") else EXIT_OK
+
+
+async def _post(
+    stalwart: StalwartClient, args: argparse.Namespace, spec: AgentSpec | None, inputs: dict[str, object]
+) -> int:
+    """`send --no-wait`: the message as a signal, after starting the session if `--agent` says how."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    # A signal has no answer, so a refused one would be dropped unseen: refuse here what can be seen here.
+    if not args.message.strip():
+        print("error: the message is empty: send some text", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if spec is not None and len(args.message) > spec.session.max_message_chars:
+        limit = spec.session.max_message_chars
+        print(
+            f"error: the message has {len(args.message):,} characters, over this agent's "
+            f"[session] max_message_chars={limit:,}",
+            file=sys.stderr,
+        )
+        return EXIT_RUN_FAILED
+    if spec is not None:
+        await _warn_without_workers(stalwart.temporal, args.task_queue)
+        with contextlib.suppress(WorkflowAlreadyStartedError):  # open already: the message goes to it
+            await stalwart.start_session(spec, session_id=args.session_id, inputs=inputs)
+    session = stalwart.session(args.session_id)
+    try:
+        await session.post(args.message)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        print(f"error: {await _why_not_open(stalwart, args.session_id)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if args.json:
+        print(json.dumps({"session_id": args.session_id, "delivered": "signal"}))
+    print(
+        f"sent to {args.session_id}; its answer will be in `stalwart show {args.session_id}`",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    from stalwart.client.api import SessionClosed
+
+    stalwart = await _client(args)
+    session = await _chat_session(stalwart, args)
+    if session is None:
+        return EXIT_RUN_FAILED
+    session_id = session.run_id
+    print(f"Temporal UI: {session.ui_url}", file=sys.stderr)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print("Type a message; /exit or Ctrl-D leaves (the session stays open), /close closes it.", file=sys.stderr)
+    live = sys.stdout.isatty()
+    agent = (await session.state()).agent if live else ""
+    lines = _LineReader()
+    failed = False
+    while (line := await lines.next("you> " if interactive else None)) is not None:
+        message = line.strip()
+        if message == "/exit":
+            break
+        if message == "/close":
+            return await _close_session(session)
+        if not message:
+            continue
+        view = render.ChatView(sys.stdout, sys.stderr, prefix=f"{agent}> " if live else "", live=live)
+        try:
+            result = await _chat_turn(stalwart, session, line.rstrip("\r\n"), view, lines if interactive else None)
+        except SessionClosed as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_RUN_FAILED
+        if result is None:  # refused: say why and read the next line
+            failed = True
+            continue
+        failed = failed or result.stop_reason != "done"
+    print(
+        f"(session {session_id} stays open: `stalwart chat {session_id}` goes on with it, "
+        f"`stalwart close {session_id}` closes it)",
+        file=sys.stderr,
+    )
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+async def _chat_session(stalwart: StalwartClient, args: argparse.Namespace) -> SessionHandle | None:
+    """The session `chat` talks to: a new one of an agent file, or the open session with that id."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from stalwart.client.agent_files import load_agent
+
+    target = Path(args.target)
+    if target.suffix == ".toml" or target.is_file():
+        spec = load_agent(target)
+        await _warn_without_workers(stalwart.temporal, args.task_queue)
+        try:
+            session = await stalwart.start_session(spec, session_id=args.id, inputs=_parse_inputs(args.input))
+            print(f"session {session.run_id} · agent {spec.name} · model {spec.model}", file=sys.stderr)
+        except WorkflowAlreadyStartedError:
+            session = stalwart.session(args.id)
+            print(f"session {args.id} is already open: going on with it", file=sys.stderr)
+        return session
+    session = stalwart.session(args.target)
+    try:
+        state = await session.state()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        print(f"error: no session {args.target!r}: {NO_SESSION_HINT.format(id=args.target)}", file=sys.stderr)
+        return None
+    if state.status not in ("running", "awaiting_approval", "waiting"):
+        print(
+            f"error: {'session' if render.is_session(state) else 'run'} {args.target} has ended ({state.status}): "
+            f"start a session with `stalwart chat AGENT_FILE` (`stalwart show {args.target}` prints what it said)",
+            file=sys.stderr,
+        )
+        return None
+    if not state.session:
+        print(f"error: {args.target} is a run, not a session: `stalwart chat AGENT_FILE` starts one", file=sys.stderr)
+        return None
+    print(f"session {args.target} · agent {state.agent} · {state.turns} turns so far", file=sys.stderr)
+    return session
+
+
+async def _chat_turn(
+    stalwart: StalwartClient, session: SessionHandle, message: str, view: render.ChatView, ask: _LineReader | None
+) -> AgentResult | None:
+    """Send one message; show its tool calls and answer as they come (live) or when the turn ends."""
+    import asyncio
+
+    from temporalio.client import WorkflowUpdateFailedError
+
+    from stalwart.client.stream import AnswerDelta
+
+    followers: list[asyncio.Task[None]] = []
+    if view.live:
+        first = len((await session.state()).steps)  # the steps of earlier turns are not shown again
+
+        async def tool_steps() -> None:
+            while True:
+                for record in (await session.state()).steps[first:]:
+                    view.step(record)
+                await asyncio.sleep(0.2)
+
+        async def answer() -> None:
+            async for event in session.stream():
+                if isinstance(event, AnswerDelta):
+                    if view.open_step != event.step:  # the tool calls this text follows come first
+                        for record in (await session.state()).steps[first:]:
+                            view.step(record)
+                    view.delta(event.step, event.text)
+                else:
+                    view.retract(event.step)
+
+        followers = [asyncio.create_task(tool_steps()), asyncio.create_task(answer())]
+    try:
+        async with _while_a_turn_runs(stalwart, session.run_id, ask=ask):
+            result = await session.send(message)
+    except WorkflowUpdateFailedError as err:
+        view.close()
+        print(f"error: {_refusal(err)}", file=sys.stderr)
+        return None
+    finally:
+        for follower in followers:
+            follower.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
+    view.finish(result)
+    return result
+
+
+async def _close(args: argparse.Namespace) -> int:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    stalwart = await _client(args)
+    session = stalwart.session(args.session_id)
+    try:
+        state = await session.state()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        print(f"error: no session {args.session_id!r}: {NO_SESSION_HINT.format(id=args.session_id)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if state.status not in ("running", "awaiting_approval", "waiting"):  # ended already: say how
+        print(state.status)
+        what = "session" if render.is_session(state) else "run"
+        print(f"{what} {args.session_id} had already ended", file=sys.stderr)
+        return EXIT_OK
+    if not state.session:
+        print(
+            f"error: {args.session_id} is a run, not a session: `stalwart cancel {args.session_id}` stops it",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return await _close_session(session)
+
+
+async def _close_session(session: SessionHandle) -> int:
+    if (await session.state()).status != "waiting":
+        print(f"closing {session.run_id} once the messages it has are answered …", file=sys.stderr, flush=True)
+    result = await session.close()
+    print(result.stop_reason, flush=True)
+    render.print_closed(session.run_id, result, sys.stderr)
+    return EXIT_OK
+
+
+def _refusal(err: Exception) -> str:
+    """Why the workflow refused an update, in its own words."""
+    cause = getattr(err, "cause", None)
+    return str(getattr(cause, "message", None) or cause or err)
+
+
+async def _why_not_open(stalwart: StalwartClient, session_id: str) -> str:
+    """What to say when a session cannot be reached: unknown, or ended."""
+    from temporalio.service import RPCError
+
+    try:
+        description = await stalwart.temporal.get_workflow_handle(session_id).describe()
+    except RPCError:
+        return f"no session {session_id!r}: {NO_SESSION_HINT.format(id=session_id)}"
+    status = description.status.name.lower() if description.status else "unknown"
+    return f"session {session_id} has ended ({status}): start a new one with `stalwart session start AGENT_FILE`"
+
+
+@contextlib.asynccontextmanager
+async def _while_a_turn_runs(
+    stalwart: StalwartClient, session_id: str, *, ask: _LineReader | None
+) -> AsyncIterator[None]:
+    """While a turn is awaited: its approval requests are put to the person (or said how to decide), and a
+    turn that no worker runs is said so on stderr, rather than a silent wait."""
+    import asyncio
+
+    async def warn() -> None:
+        await asyncio.sleep(3)
+        try:
+            description = await stalwart.temporal.get_workflow_handle(session_id).describe()
+        except Exception:
+            return
+        await _warn_without_workers(stalwart.temporal, description.task_queue, waiting="the answer")
+
+    async def approvals() -> None:
+        while True:  # the session may not exist yet (`send --agent` starts it): try again
+            with contextlib.suppress(Exception):
+                await _handle_approvals(stalwart.session(session_id), approve_all=False, out=sys.stderr, ask=ask)
+            await asyncio.sleep(0.3)
+
+    helpers = [asyncio.create_task(warn()), asyncio.create_task(approvals())]
+    try:
+        yield
+    finally:
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+
+
+# -- inspecting and deciding -------------------------------------------------
+
+
 async def _pending(args: argparse.Namespace) -> int:
-    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    stalwart = await _client(args)
     runs = (
         [(args.run_id, await stalwart.get(args.run_id).pending_approvals())]
         if args.run_id
@@ -314,7 +929,7 @@ async def _pending(args: argparse.Namespace) -> int:
 async def _decide(args: argparse.Namespace) -> int:
     from temporalio.client import WorkflowUpdateFailedError
 
-    handle = (await StalwartClient.connect(args.address, args.namespace)).get(args.run_id)
+    handle = (await _client(args)).get(args.run_id)
     try:
         if args.approved:
             await handle.approve(args.call_id, reason=args.reason, reviewer=args.reviewer)
@@ -328,6 +943,9 @@ async def _decide(args: argparse.Namespace) -> int:
 
 
 async def _worker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from stalwart.client.connection import connect
     from stalwart.workers.search_attributes import ensure_search_attributes
     from stalwart.workers.worker import build_worker, default_registry
 
@@ -337,7 +955,7 @@ async def _worker(args: argparse.Namespace) -> int:
     if added:
         print(f"registered search attributes: {', '.join(added)}", file=sys.stderr)
     print(
-        f"worker polling task queue {args.task_queue!r} on {args.address or default_address()} "
+        f"worker polling task queue {args.task_queue!r} on {args.address or _default_address()} "
         f"with tools: {', '.join(registry.names())}",
         file=sys.stderr,
     )
@@ -347,6 +965,8 @@ async def _worker(args: argparse.Namespace) -> int:
 
 
 async def _dev(args: argparse.Namespace) -> int:
+    import asyncio
+
     args.address, args.namespace, args.task_queue = None, None, TASK_QUEUE
     async with _temporal(args, embedded=True) as (_, ui_url):
         print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
@@ -360,8 +980,7 @@ async def _dev(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    stalwart = await StalwartClient.connect(args.address, args.namespace)
-    handle = stalwart.get(args.run_id)
+    handle = (await _client(args)).get(args.run_id)
     if args.events:
         events = await handle.events()
         if args.json:
@@ -378,19 +997,20 @@ async def _show(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    stalwart = await StalwartClient.connect(args.address, args.namespace)
+    stalwart = await _client(args)
     render.print_runs(await stalwart.list(args.query, limit=args.limit), sys.stdout)
     return EXIT_OK
 
 
 async def _cancel(args: argparse.Namespace) -> int:
-    stalwart = await StalwartClient.connect(args.address, args.namespace)
-    await stalwart.get(args.run_id).cancel()
+    await (await _client(args)).get(args.run_id).cancel()
     print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
     return EXIT_OK
 
 
 async def _check(args: argparse.Namespace) -> int:
+    from stalwart.client.agent_files import load_agent
+
     spec = load_agent(args.agent)
     print(spec.model_dump_json(indent=2, exclude_defaults=True))
     print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
@@ -400,9 +1020,17 @@ async def _check(args: argparse.Namespace) -> int:
 # -- plumbing ----------------------------------------------------------------
 
 
+async def _client(args: argparse.Namespace) -> StalwartClient:
+    from stalwart.client.api import StalwartClient
+
+    return await StalwartClient.connect(args.address, args.namespace, task_queue=args.task_queue)
+
+
 @contextlib.asynccontextmanager
 async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterator[tuple[Client, str | None]]:
     """A client; with `embedded`, on a dev server started here, with a worker running beside it."""
+    from stalwart.client.connection import connect
+
     if not embedded:
         yield await connect(args.address, args.namespace), None
         return
@@ -418,7 +1046,7 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
             yield temporal, server.ui_url
 
 
-async def _warn_without_workers(temporal: Client, task_queue: str) -> None:
+async def _warn_without_workers(temporal: Client, task_queue: str, *, waiting: str = "the run") -> None:
     from temporalio.api.enums.v1 import TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
@@ -435,13 +1063,16 @@ async def _warn_without_workers(temporal: Client, task_queue: str) -> None:
         return
     if not described.pollers:
         print(
-            f"warning: no worker is polling task queue {task_queue!r}; the run will wait until one starts. "
+            f"warning: no worker is polling task queue {task_queue!r}; {waiting} will wait until one starts. "
             f"Start one with `stalwart worker`, or use `stalwart run --dev` for an embedded server and worker.",
             file=sys.stderr,
+            flush=True,
         )
 
 
 def _parse_inputs(pairs: list[str]) -> dict[str, object]:
+    from stalwart.client.agent_files import AgentFileError
+
     inputs: dict[str, object] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -464,7 +1095,8 @@ def console_main() -> None:
     `main` returns, so flushing and `os._exit` lose nothing and keep the exit code honest.
     """
     code = main()
-    logging.shutdown()
+    if "logging" in sys.modules:  # a command that logged: hand its last records out
+        sys.modules["logging"].shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # a reader that went away (`stalwart runs | head`)
             stream.flush()

@@ -1,15 +1,20 @@
-"""How runs look in a terminal: one line per step, then the answer and the facts of the run."""
+"""How runs and sessions look in a terminal: one line per step, then the answer and the facts of the run.
+
+Only the standard library is imported: the CLI loads this module for every command.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from stalwart.client.api import RunSummary
-from stalwart.contracts.approvals import PendingApproval
-from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord
+if TYPE_CHECKING:
+    from stalwart.client.api import RunSummary
+    from stalwart.contracts.approvals import PendingApproval
+    from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord
 
 _WIDTH = 160
+_SESSION_STATUSES = ("waiting", "closed", "idle")
 
 
 def _clip(text: str, width: int = _WIDTH) -> str:
@@ -17,11 +22,11 @@ def _clip(text: str, width: int = _WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def step_line(step: StepRecord) -> str:
-    """`[2] tool  calculator(expression='1+1') → 2`"""
+def step_line(step: StepRecord, *, session: bool = False) -> str:
+    """`[2] tool  calculator(expression='1+1') → 2`; a user's text is a run's goal, or a message to a session."""
     took = f" ({(step.ended_at - step.started_at).total_seconds():.2f}s)" if step.ended_at else " (running)"
     if step.role == "user":
-        return f"[{step.step}] goal    {_clip(step.content)}"
+        return f"[{step.step}] {'message' if session else 'goal   '} {_clip(step.content)}"
     if step.role == "assistant":
         tokens = f", {step.usage.total_tokens} tokens" if step.usage.total_tokens else ""
         if step.usage.cached_tokens:
@@ -104,15 +109,25 @@ def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
         print(f"Temporal UI: {ui_url}", file=out)
 
 
+def is_session(state: RunState) -> bool:
+    """A session's state: said by the run, or (for one that has ended) by its status or its several messages."""
+    messages = sum(1 for step in state.steps if step.role == "user")
+    return state.session or state.status in _SESSION_STATUSES or messages > 1
+
+
 def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -> None:
-    print(f"run {run_id} · agent {state.agent} · status {state.status}", file=out)
+    session = is_session(state)
+    turns = f" · {state.turns} turn{'' if state.turns == 1 else 's'}" if session and state.turns else ""
+    print(f"{'session' if session else 'run'} {run_id} · agent {state.agent} · status {state.status}{turns}", file=out)
     for step in state.steps:
-        print("  " + step_line(step), file=out)
+        print("  " + step_line(step, session=session), file=out)
     if state.answer:
-        print(f"\nanswer: {state.answer}", file=out)
+        print(f"\n{'last answer' if session else 'answer'}: {state.answer}", file=out)
     if state.error:
         print(f"error: {state.error}", file=out)
     print(f"usage: {state.usage.input_tokens} in / {state.usage.output_tokens} out tokens", file=out)
+    if state.status == "waiting":
+        print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
     if ui_url:
         print(f"Temporal UI: {ui_url}", file=out)
 
@@ -151,3 +166,83 @@ def print_runs(runs: list[RunSummary], out: TextIO) -> None:
             f"{cost:>8}  {started}",
             file=out,
         )
+
+
+class ChatView:
+    """One turn of `stalwart chat`: its tool calls (on `err`) as they finish, then its answer (on `out`).
+
+    Live, the answer's words are written as the model generates them after `prefix`; otherwise
+    (output to a pipe or a file) it is written whole when the turn ends, so text the model went on
+    to replace with tool calls never reaches the output.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, prefix: str = "", live: bool = False) -> None:
+        self.out = out
+        self.err = err
+        self.prefix = prefix
+        self.live = live
+        self.shown: dict[int, str] = {}  # streamed text, by model step
+        self.open_step: int | None = None
+        self.printed: set[tuple[int, str, str | None]] = set()
+
+    def delta(self, step: int, text: str) -> None:
+        if not self.live:
+            return
+        if self.open_step != step:
+            self.close()
+            self.out.write(self.prefix)
+            self.open_step = step
+        self.shown[step] = self.shown.get(step, "") + text
+        self.out.write(text)
+        self.out.flush()
+
+    def retract(self, step: int) -> None:
+        if self.shown.pop(step, None) and self.open_step == step:
+            self.out.write("  (withdrawn: the model went on to call tools)")
+        self.close()
+
+    def step(self, record: StepRecord) -> None:
+        """A finished tool call, once."""
+        key = (record.step, record.role, record.tool_call_id)
+        if record.role != "tool" or record.ended_at is None or key in self.printed:
+            return
+        self.printed.add(key)
+        self.close()
+        print("  " + step_line(record), file=self.err, flush=True)
+
+    def finish(self, result: AgentResult) -> None:
+        """The turn has ended: the tool calls not shown yet, the answer (or the rest of it), and how it ended."""
+        for record in result.steps:
+            self.step(record)
+        final = next((s for s in reversed(result.steps) if s.role == "assistant" and s.final), None)
+        shown = self.shown.get(final.step, "") if final is not None else ""
+        if final is not None and self.open_step == final.step and result.answer.startswith(shown):
+            self.out.write(result.answer[len(shown) :] + "\n")
+            self.open_step = None
+        else:
+            self.close()
+            if result.answer:
+                self.out.write(f"{self.prefix}{result.answer}\n")
+        self.out.flush()
+        if result.stop_reason != "done":
+            ended = f"the turn ended with stop reason {result.stop_reason}"
+            print(f"error: {ended}: {result.error}" if result.error else f"({ended})", file=self.err, flush=True)
+
+    def close(self) -> None:
+        """End a line of streamed text."""
+        if self.open_step is not None:
+            self.out.write("\n")
+            self.out.flush()
+            self.open_step = None
+
+
+def print_closed(session_id: str, result: AgentResult, out: TextIO) -> None:
+    """What `stalwart close` says on stderr after the stop reason: what the session did over its life."""
+    messages = sum(1 for s in result.steps if s.role == "user")
+    cost = f" · ${result.usage.cost_usd:.4f}" if result.usage.cost_usd else ""
+    print(
+        f"session {session_id} ended ({result.stop_reason}) after {messages} message{'' if messages == 1 else 's'} · "
+        f"{result.usage.input_tokens} in / {result.usage.output_tokens} out tokens{cost} · "
+        f"{result.elapsed_seconds:.1f}s; `stalwart show {session_id}` prints its steps",
+        file=out,
+    )

@@ -9,6 +9,8 @@ TASK_QUEUE = "stalwart"
 
 # Activity types, shared by the workflow that schedules them and the worker that runs them.
 MODEL_ACTIVITY = "model_turn"
+ARCHIVE_STEPS_ACTIVITY = "archive_steps"
+"""Activity: `ArchiveStepsRequest` -> `StepArchive`; the step log of a run that continues as new."""
 DESCRIBE_TOOLS_ACTIVITY = "describe_tools"
 RUN_TOOL_ACTIVITY = "run_tool"
 DEFAULT_ADDRESS = "localhost:7233"
@@ -22,3 +24,6 @@ AGENT_COST_USD = SearchAttributeKey.for_float("AgentCostUsd")
 AGENT_AWAITING_APPROVAL = SearchAttributeKey.for_bool("AgentAwaitingApproval")
 
 SEARCH_ATTRIBUTES = (AGENT_NAME, AGENT_STATUS, AGENT_STEPS, AGENT_TOKENS, AGENT_COST_USD, AGENT_AWAITING_APPROVAL)
+
+SESSION_CONTINUING = "SessionContinuing"
+"""Error type of a `send` refused while a session continues as new: send it again (StalwartClient does)."""

@@ -71,6 +71,24 @@ class StepRecord(BaseModel):
         return self.ended_at is not None
 
 
+class StepArchive(BaseModel):
+    """Steps of earlier runs of a continue-as-new chain, kept in storage instead of carried forward.
+
+    Carrying the whole step log into every run would store it again at each boundary, which
+    grows with the square of the run's length. `RunHandle.state()` and `result()` read these back,
+    so a Python caller sees the whole log; other clients read `earlier` and fetch them from storage.
+    """
+
+    key: str
+    count: int
+
+
+class ArchiveStepsRequest(BaseModel):
+    chain_id: str
+    index: int
+    steps: list[StepRecord]
+
+
 class RunState(BaseModel):
     """What the `state` query returns while a run is going, and after."""
 
@@ -88,6 +106,8 @@ class RunState(BaseModel):
     """Messages received and not yet read by the model."""
     runs: int = 1
     """Runs of the continue-as-new chain so far, this one included."""
+    earlier: list[StepArchive] = Field(default_factory=list)
+    """Steps of earlier runs of the chain, in storage; they come before `steps`."""
 
 
 class AgentResult(BaseModel):
@@ -99,6 +119,8 @@ class AgentResult(BaseModel):
     usage: Usage
     elapsed_seconds: float
     error: str | None = None
+    earlier: list[StepArchive] = Field(default_factory=list)
+    """Steps of earlier runs of the chain, in storage; they come before `steps` (`RunHandle.result()` joins them)."""
 
 
 EventType = Literal[
@@ -149,6 +171,9 @@ class Carried(BaseModel):
     """Messages recorded for the model but not yet sent to it."""
     queued: list[QueuedMessage] = Field(default_factory=list)
     earlier_results: dict[str, tuple[int, str]] = Field(default_factory=dict)
+    archives: list[StepArchive] = Field(default_factory=list)
+    closing: bool = False
+    """`close` arrived while the session was continuing as new."""
     turns: int = 0
     turn: TurnInProgress | None = None
     answer: str | None = None

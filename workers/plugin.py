@@ -72,6 +72,7 @@ class StalwartPlugin(SimplePlugin):
             workflows=[AgentWorkflow],
             activities=[
                 self.model_activities.model_turn,
+                self.model_activities.archive_steps,
                 self.tool_activities.describe_tools,
                 self.tool_activities.run_tool,
                 a2a_describe,

@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from stalwart.activities.model_activity import ModelActivities
+from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.contracts.names import TASK_QUEUE
 from stalwart.workers.plugin import StalwartPlugin, default_tool_registry
@@ -36,6 +37,7 @@ def build_worker(
     registry: ToolRegistry | None = None,
     task_queue: str = TASK_QUEUE,
     models: ModelActivities | None = None,
+    storage: StorageConfig | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that runs agents on `task_queue` with the tools of `registry`, through `StalwartPlugin`.
@@ -43,7 +45,7 @@ def build_worker(
     Its MCP connections and model SDK clients live as long as the worker runs:
     they close (stopping stdio servers) when it shuts down.
     """
-    plugin = StalwartPlugin(registry=registry, models=models)
+    plugin = StalwartPlugin(registry=registry, models=models, storage=storage)
     return Worker(
         client,
         task_queue=task_queue,

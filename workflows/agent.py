@@ -34,12 +34,14 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
     from stalwart.contracts.run import (
         AgentResult,
+        ArchiveStepsRequest,
         Carried,
         QueuedMessage,
         RunEvent,
         RunInput,
         RunState,
         RunStatus,
+        StepArchive,
         StepRecord,
         StopReason,
         TurnInProgress,
@@ -95,6 +97,7 @@ class AgentWorkflow:
         now = workflow.now()
         carried = input.carried
         self._closing = False
+        self._continuing = False
         self._results: dict[str, AgentResult] = {}  # message id -> the result of the turn that read it
         self._read_in_turn: list[str] = []  # ids of messages read by the turn in progress
         self._waiters = 0  # `send` updates waiting for a turn to end
@@ -115,6 +118,7 @@ class AgentWorkflow:
             self._unsent: list[Message] = []
             self._queued: list[QueuedMessage] = []
             self._earlier_results: dict[str, tuple[int, str]] = {}
+            self._archives: list[StepArchive] = []
             self._turns = 0
             self._turn: TurnInProgress | None = None
             self._answer: str | None = None
@@ -136,6 +140,8 @@ class AgentWorkflow:
             self._unsent = carried.unsent
             self._queued = carried.queued
             self._earlier_results = carried.earlier_results
+            self._archives = carried.archives
+            self._closing = carried.closing
             self._turns = carried.turns
             self._turn = carried.turn
             self._answer = carried.answer
@@ -164,6 +170,7 @@ class AgentWorkflow:
                     return self._finish("error")
             stop = await (self._session() if input.session else self._one_goal())
         except _ContinueAsNew:
+            # Raised only with no `send` waiting and the steps archived, so this wait does not yield.
             await workflow.wait_condition(workflow.all_handlers_finished)
             workflow.continue_as_new(self._carry())
         except asyncio.CancelledError:
@@ -182,7 +189,7 @@ class AgentWorkflow:
         """The live step log, status and usage of the run (of the whole chain, across continue-as-new)."""
         return RunState(
             agent=self._agent.name,
-            goal=self._input.goal or (self._steps[0].content if self._steps else ""),
+            goal=self._input.goal,
             status=self._status,
             steps=self._steps,
             usage=self._usage,
@@ -192,6 +199,7 @@ class AgentWorkflow:
             turns=self._turns,
             queued=len(self._queued),
             runs=self._runs + 1,
+            earlier=self._archives,
         )
 
     @workflow.query
@@ -244,6 +252,11 @@ class AgentWorkflow:
 
     @send.validator
     def _validate_send(self, text: str) -> None:
+        if self._continuing:
+            raise ApplicationError(
+                "the session is continuing as new; send the message again in a moment",
+                type=names.SESSION_CONTINUING,
+            )
         problem = self._refusal(text)
         if problem is not None:
             raise ApplicationError(problem, type="MessageRefused", non_retryable=True)
@@ -302,12 +315,10 @@ class AgentWorkflow:
             self._status = "waiting"
             self._publish()
             if not self._queued and not self._closing and self._continue_as_new_due():
-                # `send` handlers must finish before continue-as-new; a new message goes first.
-                await workflow.wait_condition(
-                    lambda: workflow.all_handlers_finished() or bool(self._queued) or self._closing
-                )
-                if not self._queued and not self._closing:
-                    raise _ContinueAsNew()
+                self._continuing = True  # from here `send` is refused as retryable: the next run takes it
+                await self._archive_steps()
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                raise _ContinueAsNew()
             try:
                 await workflow.wait_condition(
                     lambda: bool(self._queued) or self._closing,
@@ -377,6 +388,8 @@ class AgentWorkflow:
             while True:
                 self._read_queued_messages()
                 if not self._waiters and self._continue_as_new_due():
+                    self._continuing = True  # from here `send` is refused as retryable: the next run takes it
+                    await self._archive_steps()
                     self._turn.steps_taken, self._turn.usage = budget.steps_taken, budget.spent
                     raise _ContinueAsNew()
                 exhausted = budget.exhausted()
@@ -428,6 +441,23 @@ class AgentWorkflow:
             return info.get_current_history_length() >= limit
         return info.is_continue_as_new_suggested()
 
+    async def _archive_steps(self) -> None:
+        """Keep this run's steps in storage; the next run starts its log empty and names the archives."""
+        if not self._steps:
+            return
+        archive = await workflow.execute_activity(
+            names.ARCHIVE_STEPS_ACTIVITY,
+            ArchiveStepsRequest(chain_id=self._chain_id, index=len(self._archives), steps=self._steps),
+            result_type=StepArchive,
+            start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
+            retry_policy=policies.ARCHIVE_RETRY,
+            summary=f"archive {len(self._steps)} steps before continuing as new",
+        )
+        self._archives.append(archive)
+        self._steps = []
+        if self._turn is not None:
+            self._turn.first_record = 0
+
     def _carry(self) -> RunInput:
         assert self._tools is not None
         carried = Carried(
@@ -442,6 +472,8 @@ class AgentWorkflow:
             unsent=self._unsent,
             queued=self._queued,
             earlier_results=self._earlier_results,
+            archives=self._archives,
+            closing=self._closing,
             turns=self._turns,
             turn=self._turn,
             answer=self._answer,
@@ -711,6 +743,7 @@ class AgentWorkflow:
             usage=self._usage,
             elapsed_seconds=(workflow.now() - self._chain_started).total_seconds(),
             error=self._error,
+            earlier=self._archives,
         )
 
     def _closed_result(self, stop: StopReason) -> AgentResult:

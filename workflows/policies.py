@@ -36,3 +36,11 @@ DESCRIBE_RETRY = RetryPolicy(
     maximum_attempts=5,
     non_retryable_error_types=["UnknownToolError"],
 )
+
+ARCHIVE_TIMEOUT = timedelta(seconds=60)
+ARCHIVE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=10,
+)

@@ -54,7 +54,7 @@ async def test_a_single_run_of_2000_steps_continues_as_new_mid_turn_and_finishes
         tools=["echo"],
         scripted=[*echo, ScriptedReply(text="all done")],
         budgets=Budgets(max_steps=steps),
-        session=SessionSettings(continue_as_new_events=1000),
+        session=SessionSettings(continue_as_new_events=600),
         thrash_guard=False,
     )
     async with worker_with():

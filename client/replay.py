@@ -1,0 +1,152 @@
+"""Record runs as history files and replay them against the code installed here: the pre-deploy gate.
+
+A run still in flight when workers are upgraded is replayed by the new code; if the new
+code would make different decisions, Temporal stops that run with a nondeterminism error.
+Replaying recorded and live histories before a deploy finds that first.
+
+Payloads too large for history are in external storage; an export copies the ones its
+histories refer to into a `storage/` folder beside them, so a fixture replays anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+from temporalio.api.common.v1 import Payload
+from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
+
+from stalwart.activities.storage.config import StorageConfig, object_client
+from stalwart.activities.storage.converter import stalwart_converter
+from stalwart.client.chain import chain_histories
+from stalwart.workflows import AgentWorkflow
+
+STORAGE_FOLDER = "storage"
+_REFERENCE_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """One history replayed: `ok`, or the first place where the code here decides differently."""
+
+    name: str
+    run_id: str
+    ok: bool
+    divergence: str | None = None
+
+
+def history_file_name(workflow_id: str, index: int) -> str:
+    """`{workflow id}.{nnn}.json`, one per run of the chain; slashes (sub-agent ids) become `__`."""
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '__', workflow_id)}.{index:03d}.json"
+
+
+async def export_run(
+    client: Client, workflow_id: str, out_dir: Path, storage: StorageConfig | None = None
+) -> list[Path]:
+    """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    histories = await chain_histories(client, workflow_id)
+    objects = object_client(storage or StorageConfig.from_env())
+    written = []
+    for index, history in enumerate(histories):
+        path = out_dir / history_file_name(workflow_id, index)
+        # The workflow id is kept with the events: sub-agents' ids derive from it, so replay needs it.
+        record = {"workflowId": history.workflow_id, "history": json.loads(history.to_json())}
+        path.write_text(json.dumps(record) + "\n")
+        written.append(path)
+        for bucket, key in stored_references(history):
+            target = out_dir / STORAGE_FOLDER / bucket / key
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(await objects.get_object(bucket=bucket, key=key))
+    return written
+
+
+def stored_references(history: WorkflowHistory) -> Iterator[tuple[str, str]]:
+    """(bucket, key) of every externally stored payload the history refers to."""
+    for event in history.events:
+        for payload in _payloads(event):
+            if payload.metadata.get("messageType") != _REFERENCE_TYPE:
+                continue
+            reference = json_format.Parse(payload.data, ExternalStorageReference())
+            claim = dict(reference.claim_data)
+            if "bucket" in claim and "key" in claim:
+                yield claim["bucket"], claim["key"]
+
+
+def _payloads(message: ProtoMessage) -> Iterator[Payload]:
+    for field, value in message.ListFields():
+        if field.message_type is None:
+            continue
+        if isinstance(value, ProtoMessage):
+            items: Iterable[object] = [value]
+        elif field.message_type.GetOptions().map_entry:
+            items = value.values()
+        else:  # a repeated message field
+            items = value
+        for item in items:
+            if isinstance(item, Payload):
+                yield item
+            elif isinstance(item, ProtoMessage):
+                yield from _payloads(item)
+
+
+def history_files(paths: Iterable[Path]) -> list[Path]:
+    """The history files named, with those inside named folders (not their `storage/` folders)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob("*.json")) if STORAGE_FOLDER not in p.relative_to(path).parts)
+        else:
+            found.append(path)
+    return found
+
+
+def read_history(path: Path) -> WorkflowHistory:
+    """A history file as `export_run` writes it, or as `temporal workflow show -o json` does (then its
+    file name is taken for the workflow id)."""
+    record = json.loads(path.read_text())
+    if "workflowId" in record:
+        return WorkflowHistory.from_json(record["workflowId"], record["history"])
+    return WorkflowHistory.from_json(path.name.split(".")[0], record)
+
+
+async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (AgentWorkflow,)) -> list[ReplayOutcome]:
+    """Replay history files with Stalwart's workflow and converter; stored payloads come from beside them.
+
+    `workflows` is for a test that proves a changed workflow is caught.
+    """
+    outcomes = []
+    for path in history_files(paths):
+        history = read_history(path)
+        beside = path.parent / STORAGE_FOLDER
+        storage = StorageConfig(local_root=beside) if beside.is_dir() else None
+        outcomes.append(await _replay(history, path.name, storage, workflows))
+    return outcomes
+
+
+async def replay_live(client: Client, query: str, limit: int = 1000) -> list[ReplayOutcome]:
+    """Replay the runs a visibility query matches, every run of each chain, straight from the server."""
+    outcomes = []
+    async for execution in client.list_workflows(query, limit=limit):
+        for history in await chain_histories(client, execution.id):
+            outcomes.append(await _replay(history, execution.id, None, (AgentWorkflow,)))
+    return outcomes
+
+
+async def _replay(
+    history: WorkflowHistory, name: str, storage: StorageConfig | None, workflows: Sequence[type]
+) -> ReplayOutcome:
+    replayer = Replayer(workflows=list(workflows), data_converter=stalwart_converter(storage=storage))
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    run_id = history.run_id or ""
+    if result.replay_failure is None:
+        return ReplayOutcome(name, run_id, ok=True)
+    return ReplayOutcome(name, run_id, ok=False, divergence=str(result.replay_failure))

@@ -1,0 +1,33 @@
+"""Every recorded capability still replays on the code here; a changed workflow is caught on each.
+
+The fixtures are real runs recorded by tests/fixtures/record_capabilities.py (its docstring
+says when to re-record): parallel tools, an approval approved and one rejected, a sub-agent, a
+budget stop, a long run and a session that each continued as new several times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from changed_workflows import MemoryFirstAgentWorkflow
+
+from stalwart.client.replay import history_files, replay_files
+
+CAPABILITIES = Path(__file__).resolve().parent / "fixtures" / "histories" / "capabilities"
+RECORD = "re-record with `.venv/bin/python -m tests.fixtures.record_capabilities` only for a deliberate break"
+
+
+@pytest.mark.parametrize("capability", sorted(p.name for p in CAPABILITIES.iterdir()))
+async def test_each_recorded_capability_replays_on_the_current_code(capability):
+    outcomes = await replay_files([CAPABILITIES / capability])
+    assert outcomes, f"no histories for {capability}"
+    failed = [f"{o.name}: {o.divergence}" for o in outcomes if not o.ok]
+    assert not failed, f"recorded runs no longer replay ({RECORD}):\n" + "\n".join(failed)
+
+
+async def test_a_workflow_changed_without_a_patch_fails_replay_on_every_fixture():
+    outcomes = await replay_files([CAPABILITIES], workflows=[MemoryFirstAgentWorkflow])
+    assert len(outcomes) == len(history_files([CAPABILITIES]))
+    assert not any(o.ok for o in outcomes)
+    assert all("TMPRL1100" in (o.divergence or "") for o in outcomes)

@@ -1,0 +1,32 @@
+"""The testing kit for users: the example in docs/testing.md runs as a user's own pytest file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from support.repo_paths import REPO
+
+
+def _example(name: str) -> str:
+    text = (REPO / "docs" / "testing.md").read_text()
+    after = text.split(f"<!-- example: {name} -->", 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_documented_example_test_passes_as_a_users_own_test_file(tmp_path):
+    (tmp_path / "test_my_agent.py").write_text(_example("test_my_agent.py"))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "test_my_agent.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STALWART_STORAGE": str(tmp_path / "storage")},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
