@@ -98,3 +98,18 @@ class A2AAgentCard(BaseModel):
                 line += f" (e.g. {'; '.join(skill.examples[:2])})"
             lines.append(line)
         return "\n".join(lines)
+
+
+A2A_DELEGATE = "a2a_delegate"
+"""Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""
+A2A_DESCRIBE = "a2a_describe"
+"""Activity: `A2ADescribeRequest` -> `A2AAgentCard`."""
+
+UNAVAILABLE_ERROR = "A2AUnavailableError"
+"""Retryable: the agent could not be reached or answered 408/429/5xx; `next_retry_delay` honours Retry-After."""
+PROTOCOL_ERROR = "A2AProtocolError"
+"""The agent's card or answer breaks the protocol, or it answered a JSON-RPC error."""
+REQUEST_ERROR = "A2ARequestError"
+"""The agent refused the request for good: HTTP 4xx (401/403 name the token to set), no card at the URL."""
+TASK_ERROR = "A2ATaskError"
+"""The remote task ended failed, rejected, canceled or auth-required."""

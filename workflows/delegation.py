@@ -24,13 +24,13 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlr
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.activities.a2a import policy
     from stalwart.contracts import names
     from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
     from stalwart.contracts.agent import AgentSpec, Budgets, SubAgent
     from stalwart.contracts.messages import ToolCall, ToolResult, Usage
     from stalwart.contracts.run import AgentResult, RunInput
     from stalwart.contracts.tools import ToolSpec
+    from stalwart.workflows import a2a_policy as policy
     from stalwart.workflows import conversation
     from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 

@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator
 import httpx
 from temporalio import activity
 
-from stalwart.activities.a2a import card, policy, transport, wire
+from stalwart.activities.a2a import card, transport, wire
 from stalwart.activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
 from stalwart.activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.contracts.a2a import (
+    A2A_DELEGATE,
+    A2A_DESCRIBE,
     A2AAgentCard,
     A2ADelegateRequest,
     A2ADelegateResult,
@@ -31,7 +33,7 @@ from stalwart.contracts.a2a import (
 )
 
 HEARTBEAT_EVERY_SECONDS = 5.0
-"""Well under `policy.DELEGATE_HEARTBEAT`, so a slow HTTP call never looks like a dead worker."""
+"""Well under `DELEGATE_HEARTBEAT` (workflows/a2a_policy.py), so a slow HTTP call never looks like a dead worker."""
 CANCEL_WAIT_SECONDS = 5.0
 
 _FAILURE_FIXES = {
@@ -42,7 +44,7 @@ _FAILURE_FIXES = {
 }
 
 
-@activity.defn(name=policy.A2A_DESCRIBE)
+@activity.defn(name=A2A_DESCRIBE)
 async def a2a_describe(request: A2ADescribeRequest) -> A2AAgentCard:
     """The remote agent's card, recorded in history so a prompt or tool schema built from it replays the same."""
     try:
@@ -53,7 +55,7 @@ async def a2a_describe(request: A2ADescribeRequest) -> A2AAgentCard:
         raise err.to_application_error() from err
 
 
-@activity.defn(name=policy.A2A_DELEGATE)
+@activity.defn(name=A2A_DELEGATE)
 async def a2a_delegate(request: A2ADelegateRequest) -> A2ADelegateResult:
     """Send `request.task` to the agent at `request.url` and return its answer once its task has ended."""
     try:

@@ -3,7 +3,7 @@
 
 Kept apart from the test modules so the workflow sandbox never imports the
 HTTP server or client; like workflow code, it imports only contracts and
-`activities.a2a.policy`.
+`workflows/a2a_policy.py`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.activities.a2a import policy
     from stalwart.contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
+    from stalwart.workflows import a2a_policy as policy
 
 
 @workflow.defn

@@ -11,7 +11,7 @@ from a2a_workflows import DelegateWorkflow, DescribeWorkflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from stalwart.activities.a2a import policy
+from stalwart.contracts import a2a as a2a_contract
 from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
 from stalwart.workers.dev_server import free_port
 
@@ -74,7 +74,7 @@ async def test_failed_remote_task_is_a_non_retryable_error_naming_the_reason(
     assert isinstance(activity_error, ActivityError)
     cause = activity_error.cause
     assert isinstance(cause, ApplicationError)
-    assert cause.type == policy.TASK_ERROR and cause.non_retryable
+    assert cause.type == a2a_contract.TASK_ERROR and cause.non_retryable
     assert "remote agent 'broken' ended task" in cause.message
     assert "failed: the upstream index is offline" in cause.message
     assert a2a_server.calls[("broken", "SendMessage")] == 1
@@ -132,3 +132,13 @@ async def _first_activity_failure(handle) -> str:
         if pending and pending[0].HasField("last_failure"):
             return pending[0].last_failure.message
         await asyncio.sleep(0.05)
+
+
+def test_the_error_types_the_workflow_retries_by_are_the_activity_error_class_names():
+    from stalwart.activities.a2a import errors
+    from stalwart.contracts import a2a
+
+    assert errors.A2AUnavailableError.__name__ == a2a.UNAVAILABLE_ERROR
+    assert errors.A2AProtocolError.__name__ == a2a.PROTOCOL_ERROR
+    assert errors.A2ARequestError.__name__ == a2a.REQUEST_ERROR
+    assert errors.A2ATaskError.__name__ == a2a.TASK_ERROR

@@ -16,8 +16,8 @@ from a2a_requests import delegate
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from stalwart.activities.a2a import policy
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.contracts import a2a as a2a_contract
 from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
 
 
@@ -30,7 +30,7 @@ async def failure_of(request: A2ADelegateRequest) -> ApplicationError:
 async def test_http_429_is_retried_after_the_agents_retry_after(a2a_server):
     error = await failure_of(delegate(a2a_server.url("busy")))
     assert (error.type, error.non_retryable, error.next_retry_delay) == (
-        policy.UNAVAILABLE_ERROR,
+        a2a_contract.UNAVAILABLE_ERROR,
         False,
         timedelta(seconds=7),
     )
@@ -39,7 +39,7 @@ async def test_http_429_is_retried_after_the_agents_retry_after(a2a_server):
 
 async def test_a_url_without_an_agent_card_fails_for_good_naming_the_urls_tried(a2a_server):
     error = await failure_of(delegate(a2a_server.url("nobody")))
-    assert (error.type, error.non_retryable) == (policy.REQUEST_ERROR, True)
+    assert (error.type, error.non_retryable) == (a2a_contract.REQUEST_ERROR, True)
     assert f"no A2A agent card at {a2a_server.url('nobody')}/.well-known/agent-card.json" in error.message
     assert "check the agent's URL" in error.message
 
@@ -91,7 +91,7 @@ async def test_the_bearer_token_is_read_from_the_workers_environment(a2a_server,
 
 async def test_an_agent_refusing_the_request_names_the_token_setting(a2a_server):
     error = await failure_of(delegate(a2a_server.url("private")))
-    assert (error.type, error.non_retryable) == (policy.REQUEST_ERROR, True)
+    assert (error.type, error.non_retryable) == (a2a_contract.REQUEST_ERROR, True)
     assert "HTTP 401" in error.message and "set auth_token_env" in error.message
 
 

@@ -17,11 +17,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-from stalwart.activities.a2a import policy
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.client.a2a_server import A2AAgentServer
 from stalwart.client.api import StalwartClient
 from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts import a2a as a2a_contract
 from stalwart.contracts.a2a import A2ADescribeRequest
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import build_worker
@@ -77,7 +77,7 @@ async def test_a_delegation_to_a_served_agent_returns_the_answer_of_its_run(serv
 async def test_a_run_that_ends_in_error_is_a_failed_task_naming_the_error(served):
     with pytest.raises(ApplicationError) as caught:
         await ActivityEnvironment().run(a2a_delegate, delegate(served["silent"]))
-    assert (caught.value.type, caught.value.non_retryable) == (policy.TASK_ERROR, True)
+    assert (caught.value.type, caught.value.non_retryable) == (a2a_contract.TASK_ERROR, True)
     assert "remote agent 'silent' ended task" in caught.value.message
     assert "the scripted model has no reply for model call 1" in caught.value.message
 

@@ -1,7 +1,8 @@
 """How a workflow schedules the A2A activities: names, timeouts, retry policies, and `delegate`/`describe`, which
 schedule them with these, from workflow code only.
 
-Workflow code imports this module, so it imports no I/O library. Every policy
+Workflow code imports this module, so it imports contracts and the SDK only; the names and error
+types it schedules by live in `contracts/a2a.py`, shared with the activities. Every policy
 is bounded; errors that a retry cannot fix are listed as non-retryable, so
 they come back at once as `Delegation failed: ...`.
 
@@ -16,27 +17,17 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from stalwart.activities.a2a.errors import (
-    A2AProtocolError,
-    A2ARequestError,
-    A2ATaskError,
-    A2AUnavailableError,
+from stalwart.contracts.a2a import (
+    A2A_DELEGATE,
+    A2A_DESCRIBE,
+    PROTOCOL_ERROR,
+    REQUEST_ERROR,
+    TASK_ERROR,
+    A2AAgentCard,
+    A2ADelegateRequest,
+    A2ADelegateResult,
+    A2ADescribeRequest,
 )
-from stalwart.contracts.a2a import A2AAgentCard, A2ADelegateRequest, A2ADelegateResult, A2ADescribeRequest
-
-A2A_DELEGATE = "a2a_delegate"
-"""Activity: `A2ADelegateRequest` -> `A2ADelegateResult`."""
-A2A_DESCRIBE = "a2a_describe"
-"""Activity: `A2ADescribeRequest` -> `A2AAgentCard`."""
-
-UNAVAILABLE_ERROR = A2AUnavailableError.__name__
-"""Retryable: the agent could not be reached or answered 408/429/5xx; `next_retry_delay` honours Retry-After."""
-PROTOCOL_ERROR = A2AProtocolError.__name__
-"""The agent's card or answer breaks the protocol, or it answered a JSON-RPC error."""
-REQUEST_ERROR = A2ARequestError.__name__
-"""The agent refused the request for good: HTTP 4xx (401/403 name the token to set), no card at the URL."""
-TASK_ERROR = A2ATaskError.__name__
-"""The remote task ended failed, rejected, canceled or auth-required."""
 
 NON_RETRYABLE_ERRORS = [PROTOCOL_ERROR, REQUEST_ERROR, TASK_ERROR]
 
