@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_UI_URL = "http://localhost:8233"
 _QUERY_ATTEMPTS = 6
-_SEND_ATTEMPTS = 20
+_CONTINUING_PATIENCE_SECONDS = 300.0
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
 
@@ -400,17 +400,23 @@ class StalwartClient:
 
 
 async def _retrying_while_continuing(send: Callable[[], Awaitable[AgentResult]]) -> AgentResult:
-    """Send again a message refused because the session was continuing as new (it takes no message then)."""
-    for attempt in range(_SEND_ATTEMPTS):
+    """Send again a message refused because the session was continuing as new (it takes no message then).
+
+    Continuing takes a moment, or as long as a worker outage lasts: keep trying for a few minutes.
+    """
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + _CONTINUING_PATIENCE_SECONDS
+    delay = 0.05
+    while True:
         try:
             return await send()
         except WorkflowUpdateFailedError as err:
             cause = err.cause
             continuing = isinstance(cause, ApplicationError) and cause.type == names.SESSION_CONTINUING
-            if not continuing or attempt == _SEND_ATTEMPTS - 1:
+            if not continuing or loop.time() > give_up:
                 raise
-            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
-    raise AssertionError("unreachable")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 _ARCHIVES: dict[str, list[StepRecord]] = {}
