@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_UI_URL = "http://localhost:8233"
 _QUERY_ATTEMPTS = 6
+_SHOWN_GOAL_CHARS = 2000
 _CONTINUING_PATIENCE_SECONDS = 300.0
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
@@ -69,6 +70,7 @@ class RunHandle:
         self._ui_url = ui_url
         self._namespace = client.namespace
         self._one_query = asyncio.Lock()
+        self._archived: dict[str, builtins.list[StepRecord]] = {}  # archives never change: read each once
 
     async def _query(self, name: str, result_type: Any) -> Any:
         """Ask the running workflow, one query at a time.
@@ -103,7 +105,7 @@ class RunHandle:
         """Wait for the run to end and return its answer, stop reason and whole step log."""
         result: AgentResult = await self._handle.result()
         if result.earlier:
-            earlier = await _archived_steps(result.earlier)
+            earlier = await self._archived_steps(result.earlier)
             result = result.model_copy(update={"steps": [*earlier, *result.steps], "earlier": []})
         return result
 
@@ -115,7 +117,7 @@ class RunHandle:
         closed = await self._closed_state()
         state: RunState = closed if closed is not None else await self._query("state", RunState)
         if state.earlier:
-            earlier = await _archived_steps(state.earlier)
+            earlier = await self._archived_steps(state.earlier)
             state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
         return state
 
@@ -147,6 +149,18 @@ class RunHandle:
             session=run_input.session,
             turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
         )
+
+    async def _archived_steps(self, archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
+        """Steps of earlier runs of the chain, from storage."""
+        from stalwart.activities.storage.config import ObjectStore
+        from stalwart.activities.transcripts import TranscriptStore
+
+        missing = [a for a in archives if a.key not in self._archived]
+        if missing:
+            store = TranscriptStore(ObjectStore.from_config())
+            for archive in missing:
+                self._archived[archive.key] = await store.load_steps([archive])
+        return [step for archive in archives for step in self._archived[archive.key]]
 
     async def run_input(self) -> RunInput:
         """What the run was started with (agent spec, goal, inputs), read from its first history event."""
@@ -286,13 +300,8 @@ class StalwartClient:
             names.WORKFLOW_TYPE,
             RunInput(agent=spec, goal=goal, inputs=inputs or {}),
             id=run_id,
-            task_queue=self.task_queue,
             result_type=AgentResult,
-            static_summary=f"{spec.name}: {goal}"[:400],
-            static_details=f"**Agent** `{spec.name}` · model `{spec.model}`\n\n**Goal**\n\n{goal}",
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "running")]
-            ),
+            **self._start_options(spec, goal, status="running"),
         )
         return RunHandle(self.temporal, handle, self.ui_url)
 
@@ -326,7 +335,7 @@ class StalwartClient:
             RunInput(agent=spec, inputs=inputs or {}, session=True),
             id=session_id,
             result_type=AgentResult,
-            **self._start_options(spec, "session"),
+            **self._start_options(spec, "session", status="waiting"),
         )
         return SessionHandle(self.temporal, handle, self.ui_url)
 
@@ -354,7 +363,7 @@ class StalwartClient:
                 id=session_id,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 result_type=AgentResult,
-                **self._start_options(spec, "session"),
+                **self._start_options(spec, "session", status="waiting"),
             )
             return self.temporal.execute_update_with_start_workflow(
                 "send", message, start_workflow_operation=operation, result_type=AgentResult
@@ -362,13 +371,18 @@ class StalwartClient:
 
         return await _retrying_while_continuing(send)
 
-    def _start_options(self, spec: AgentSpec, what: str) -> dict[str, Any]:
+    def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
+        """What the Temporal UI shows of a new run, and its first search attributes.
+
+        The goal is already in the input: the UI gets a shortened copy, not a second whole one.
+        """
+        shown = what if len(what) <= _SHOWN_GOAL_CHARS else what[:_SHOWN_GOAL_CHARS] + " …"
         return {
             "task_queue": self.task_queue,
             "static_summary": f"{spec.name}: {what}"[:400],
-            "static_details": f"**Agent** `{spec.name}` · model `{spec.model}` · {what}",
+            "static_details": f"**Agent** `{spec.name}` · model `{spec.model}`\n\n**Goal**\n\n{shown}",
             "search_attributes": TypedSearchAttributes(
-                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, "waiting")]
+                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, status)]
             ),
         }
 
@@ -417,22 +431,6 @@ async def _retrying_while_continuing(send: Callable[[], Awaitable[AgentResult]])
                 raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
-
-
-_ARCHIVES: dict[str, list[StepRecord]] = {}
-
-
-async def _archived_steps(archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
-    """Steps of earlier runs of a chain; archives never change, so each is read once per process."""
-    from stalwart.activities.storage.config import ObjectStore
-    from stalwart.activities.transcripts import TranscriptStore
-
-    missing = [a for a in archives if a.key not in _ARCHIVES]
-    if missing:
-        store = TranscriptStore(ObjectStore.from_config())
-        for archive in missing:
-            _ARCHIVES[archive.key] = await store.load_steps([archive])
-    return [step for archive in archives for step in _ARCHIVES[archive.key]]
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str | None:

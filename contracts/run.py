@@ -158,12 +158,11 @@ class Carried(BaseModel):
     """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes."""
 
     chain_id: str
-    """The first run's id: storage keys and idempotency keys stay the same across the chain."""
+    """The first run's id: the conversation and step archives are stored under it for the whole chain."""
     runs: int
     """How many runs the chain had before this one."""
     started_at: datetime
     step: int
-    steps: list[StepRecord]
     usage: Usage
     transcript: TranscriptRef
     context_ref: str | None = None
@@ -177,7 +176,6 @@ class Carried(BaseModel):
     turns: int = 0
     turn: TurnInProgress | None = None
     answer: str | None = None
-    last_stop: StopReason | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
     """The tools as described when the chain began: the model sees the same list in every run."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -122,7 +122,6 @@ class AgentWorkflow:
             self._turns = 0
             self._turn: TurnInProgress | None = None
             self._answer: str | None = None
-            self._last_stop: StopReason | None = None
             self._tools: list[ToolSpec] | None = None
             if not input.session:
                 self._record_user_message(input.goal, now)
@@ -133,7 +132,7 @@ class AgentWorkflow:
             self._runs = carried.runs
             self._chain_started = carried.started_at
             self._step = carried.step
-            self._steps = carried.steps
+            self._steps = []  # earlier runs' steps are archived, named by `self._archives`
             self._usage = carried.usage
             self._transcript = carried.transcript
             self._context_ref = carried.context_ref
@@ -145,7 +144,6 @@ class AgentWorkflow:
             self._turns = carried.turns
             self._turn = carried.turn
             self._answer = carried.answer
-            self._last_stop = carried.last_stop
             self._tools = carried.tools
         self._status: RunStatus = "running"
 
@@ -367,7 +365,6 @@ class AgentWorkflow:
         return stop
 
     def _end_turn(self, turn: TurnInProgress, stop: StopReason) -> None:
-        self._last_stop = stop
         self._turn = None
         result = AgentResult(
             answer=self._answer or "",
@@ -419,7 +416,7 @@ class AgentWorkflow:
             self._read_in_turn.append(queued.id)
         self._queued = []
 
-    def _record_user_message(self, text: str, now: Any) -> None:
+    def _record_user_message(self, text: str, now: datetime) -> None:
         self._unsent.append(Message(role="user", content=text))
         self._steps.append(StepRecord(step=self._step, role="user", content=text, started_at=now, ended_at=now))
 
@@ -465,7 +462,6 @@ class AgentWorkflow:
             runs=self._runs + 1,
             started_at=self._chain_started,
             step=self._step,
-            steps=self._steps,
             usage=self._usage,
             transcript=self._transcript,
             context_ref=self._context_ref,
@@ -477,7 +473,6 @@ class AgentWorkflow:
             turns=self._turns,
             turn=self._turn,
             answer=self._answer,
-            last_stop=self._last_stop,
             tools=self._tools,
         )
         return self._input.model_copy(update={"carried": carried})
