@@ -26,7 +26,7 @@ async def _failure(env, task_queue: str, *args: object) -> str:
         ({"agent": {"name": "calc", "toolz": []}, "goal": "g"}, "toolz"),
         ({"agent": {"name": "calc"}}, "a run needs a goal"),
         ("just a string", "invalid run input"),
-        ({"goal": "no agent"}, "agent"),
+        ({"goal": "no agent"}, "agent;   Field required"),
         ({"agent": {"name": "calc", "budgets": {"max_steps": "many"}}, "goal": "g"}, "max_steps"),
     ],
     ids=["misspelt-field", "missing-goal", "bare-string", "missing-agent", "wrong-type"],

@@ -53,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 INPUT_SCHEMA_HINT = (
-    'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (`stalwart schema` prints its JSON Schema)'
+    'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (its JSON Schema: docs/run-input.schema.json)'
 )
 
 

@@ -108,7 +108,7 @@ async def test_a_message_to_a_plain_run_by_update_is_refused_with_how_to_start_a
         handle = await stalwart.start(session_agent("done"), "a goal")
         await handle.result()
     async with worker_with():
-        with pytest.raises(Exception, match="session"):
+        with pytest.raises(SessionClosed, match="start a new one with `stalwart session start"):
             await stalwart.session(handle.run_id).send("more")
 
 
