@@ -604,7 +604,9 @@ class AgentWorkflow:
                 ToolRequest(
                     call=call,
                     tool=tool,
-                    idempotency_key=conversation.call_key(workflow.info().workflow_id, self._step, call.id),
+                    idempotency_key=conversation.call_key(
+                        workflow.info().workflow_id, self._chain_id, self._step, call.id
+                    ),
                     run_inputs=self._input.inputs,
                 ),
                 result_type=ToolResult,
@@ -690,6 +692,7 @@ class AgentWorkflow:
         return delegation.DelegationContext(
             parent_id=workflow.info().workflow_id,
             step=self._step,
+            chain_id=self._chain_id,
             inputs=self._input.inputs,
             remaining_tokens=self._budget.remaining_tokens(),
             remaining_seconds=self._budget.remaining_seconds(workflow.now()),

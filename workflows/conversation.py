@@ -18,9 +18,14 @@ ALREADY_CALLED = (
 )
 
 
-def call_key(run_id: str, step: int, call_id: str) -> str:
-    """The idempotency key of one tool call or delegation: the same on every retry, unique within the run."""
-    return f"{run_id}/{step}/{call_id}"
+def call_key(workflow_id: str, chain_id: str, step: int, call_id: str) -> str:
+    """The idempotency key of one tool call or delegation: `<workflow id>/<chain id>/<step>/<call id>`.
+
+    The same on every retry and across continue-as-new (the chain id is the first run's id, carried
+    forward); different for a later run that reuses the workflow id, so a tool that deduplicates by
+    key never skips that run's work.
+    """
+    return f"{workflow_id}/{chain_id}/{step}/{call_id}"
 
 
 def prune(messages: list[Message], limit: int | None) -> list[Message]:

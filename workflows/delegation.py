@@ -62,13 +62,15 @@ class DelegationContext:
 
     parent_id: str
     step: int
+    chain_id: str = ""
+    """The first run id of the parent's continue-as-new chain: it makes idempotency keys unique per run chain."""
     inputs: dict[str, Any] = field(default_factory=dict)
     remaining_tokens: int | None = None
     remaining_seconds: float | None = None
     remaining_cost_usd: float | None = None
 
     def key(self, call: ToolCall) -> str:
-        return conversation.call_key(self.parent_id, self.step, call.id)
+        return conversation.call_key(self.parent_id, self.chain_id, self.step, call.id)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ async def test_a_remote_sub_agent_answers_over_a2a_with_the_call_as_its_message_
         handle = await stalwart.start(remote_lead(a2a_server.url("echo")), "Explain")
         result = await handle.result()
     assert result.steps[2].result == "echo: Find quantum info"
-    assert a2a_server.message_ids == [f"{handle.run_id}/1/call_1_1"]
+    [message_id] = a2a_server.message_ids
+    workflow_id, chain_id, step_and_call = message_id.split("/", 2)
+    assert (workflow_id, step_and_call) == (handle.run_id, "1/call_1_1") and chain_id
 
 
 async def test_a_remote_sub_agent_without_a_description_is_described_by_its_card(a2a_server, stalwart, worker_with):
