@@ -7,22 +7,27 @@ provider SDK clients belong to the worker, so turns reuse their connections.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from stalwart.activities import pricing, protocols, providers
+from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.context_window import model_window
 from stalwart.activities.providers.base import ModelError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
-from stalwart.contracts.activities import ModelContext, ModelRequest
+from stalwart.contracts.activities import LONG_RATE_LIMIT, ModelContext, ModelRequest
 from stalwart.contracts.messages import AssistantTurn
 from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
+
+LONG_RETRY_AFTER_SECONDS = 60.0
+"""A Retry-After up to this is waited out by Temporal's activity retry; a longer one goes back to the workflow,
+which waits on a durable timer (visible in the UI, no worker slot held) if the run's budget allows."""
 
 
 class ModelActivities:
@@ -54,6 +59,7 @@ class ModelActivities:
         traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
         """
         info = activity.info()
+        refuse_after(request.deadline, f"the model call of step {request.step}")
         try:
             context_ref = request.context_ref
             if request.context is not None:
@@ -91,6 +97,17 @@ class ModelActivities:
                 }
             )
         except ModelError as err:
+            if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
+                provider = agent.model.split(":", 1)[0]
+                raise ApplicationError(
+                    f"{provider} is rate limiting this run and asked to wait {err.retry_after:g}s before the next "
+                    f"request ({err})",
+                    err.retry_after,
+                    provider,
+                    type=LONG_RATE_LIMIT,
+                    non_retryable=True,
+                    category=ApplicationErrorCategory.BENIGN,
+                ) from None
             if err.retryable:
                 activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
             raise ApplicationError(
@@ -100,3 +117,18 @@ class ModelActivities:
                 next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
                 category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
             ) from err
+
+
+def _too_long_to_retry_here(wait: float, info: activity.Info, request: ModelRequest) -> bool:
+    """Whether a retry `wait` seconds from now is beyond what the activity's own retry should absorb.
+
+    It is when it is long, or when it would come after the activity's schedule-to-close
+    timeout (Temporal would then give up with this attempt's message) or after the run's deadline.
+    """
+    if wait > LONG_RETRY_AFTER_SECONDS:
+        return True
+    retry_at = datetime.now(UTC) + timedelta(seconds=wait)
+    if request.deadline is not None and retry_at >= request.deadline:
+        return True
+    timeout = info.schedule_to_close_timeout
+    return bool(timeout) and retry_at >= info.scheduled_time + timeout  # type: ignore[operator]

@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.activities.mcp import (
     McpConfigError,
@@ -88,6 +89,7 @@ class ToolActivities:
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool
+        refuse_after(request.deadline, f"tool call {call.name} ({call.id})")
         named = self.registry.get(call.name)
         by_kind = self.registry.kind_handler(spec.kind) or (self._call_mcp if spec.kind == "mcp" else None)
         if named is None and by_kind is None:

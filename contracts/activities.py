@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -35,6 +36,8 @@ class ModelRequest(BaseModel):
     context: AgentContext | None = None
     context_ref: str | None = None
     tools_enabled: bool = True
+    deadline: datetime | None = None
+    """When the run's wall-clock budget ends; past it the activity refuses to call the model (`BUDGET_OVER`)."""
 
 
 class ModelContext(BaseModel):
@@ -62,3 +65,15 @@ class ToolRequest(BaseModel):
     tool: ToolSpec
     idempotency_key: str
     run_inputs: dict[str, Any] = Field(default_factory=dict)
+    deadline: datetime | None = None
+    """When the run's wall-clock budget ends; past it the activity refuses to run the tool (`BUDGET_OVER`)."""
+
+
+BUDGET_OVER = "BudgetOver"
+"""Error type of an activity that would have started after its run's wall-clock budget ended: it did nothing."""
+LONG_RATE_LIMIT = "ModelRateLimited"
+"""Error type of a model call the provider asked to repeat only after a long wait (Retry-After).
+
+Its details are `[seconds to wait, provider]`; the workflow waits that long on a durable timer
+if the run's budget allows (no worker slot is held meanwhile), and stops saying so if not.
+"""

@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.tools import ToolSpec
     from stalwart.workflows import conversation, deadlines, delegation, policies
     from stalwart.workflows.budget import Budget
-    from stalwart.workflows.failures import innermost_message, message_unless_cancelled
+    from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
 
 INPUT_SCHEMA_HINT = (
@@ -507,23 +507,39 @@ class AgentWorkflow:
             context=None if self._context_ref else AgentContext(agent=self._agent, tools=self._tools),
             context_ref=self._context_ref,
             tools_enabled=tools_enabled,
+            deadline=self._budget.deadline,
         )
-        try:
-            turn = await workflow.execute_activity(
-                names.MODEL_ACTIVITY,
-                request,
-                result_type=AssistantTurn,
-                start_to_close_timeout=policies.MODEL_START_TO_CLOSE,
-                schedule_to_close_timeout=policies.MODEL_SCHEDULE_TO_CLOSE,
-                heartbeat_timeout=policies.MODEL_HEARTBEAT,
-                retry_policy=policies.MODEL_RETRY,
-                summary=f"model {self._agent.model} · step {self._step}",
+        waits = 0
+        while True:
+            start_to_close, schedule_to_close = deadlines.capped(
+                request.deadline, policies.MODEL_START_TO_CLOSE, policies.MODEL_SCHEDULE_TO_CLOSE
             )
-        except ActivityError as err:
-            record.error = message_unless_cancelled(err)
-            record.ended_at = workflow.now()
-            self._error = f"model call at step {self._step} failed: {record.error}"
-            raise _ModelFailed() from err
+            try:
+                turn = await workflow.execute_activity(
+                    names.MODEL_ACTIVITY,
+                    request,
+                    result_type=AssistantTurn,
+                    start_to_close_timeout=start_to_close,
+                    schedule_to_close_timeout=schedule_to_close,
+                    heartbeat_timeout=policies.MODEL_HEARTBEAT,
+                    retry_policy=policies.MODEL_RETRY,
+                    summary=f"model {self._agent.model} · step {self._step}",
+                )
+                break
+            except ActivityError as err:
+                if deadlines.budget_over(err, request.deadline):
+                    raise deadlines.DeadlineReached() from err
+                limited = long_rate_limit(err)
+                refusal = None if limited is None else self._rate_limit_refusal(*limited, waits=waits)
+                if limited is not None and refusal is None:
+                    waits += 1
+                    seconds, provider = limited
+                    await workflow.sleep(seconds, summary=f"rate limited by {provider}: waiting {seconds:g} s")
+                    continue
+                record.error = refusal or message_unless_cancelled(err)
+                record.ended_at = workflow.now()
+                self._error = f"model call at step {self._step} failed: {record.error}"
+                raise _ModelFailed() from err
         record.content = turn.text
         record.usage = turn.usage
         record.ended_at = workflow.now()
@@ -537,6 +553,29 @@ class AgentWorkflow:
         ]
         self._publish()
         return turn
+
+    def _rate_limit_refusal(self, seconds: float, provider: str, *, waits: int) -> str | None:
+        """Why the run does not wait out a long Retry-After; None when it may (on a durable timer)."""
+        asked = f"rate limited by {provider}, which asked to wait {seconds:g} s before the next request"
+        if waits >= policies.RATE_LIMIT_MAX_WAITS:
+            return (
+                f"{asked}, after {waits} such waits at this step; stopped. Run again later, or check the "
+                "account's limits."
+            )
+        if seconds > policies.RATE_LIMIT_MAX_WAIT.total_seconds():
+            return (
+                f"{asked}, longer than the {policies.RATE_LIMIT_MAX_WAIT.total_seconds():g} s a run waits; stopped. "
+                "Run again later, or check the account's limits."
+            )
+        assert self._budget is not None
+        left = self._budget.remaining_seconds(workflow.now())
+        if left is not None and seconds >= left:
+            return (
+                f"{asked}, but only {left:.0f} s of this run's wall-clock budget "
+                f"(max_seconds={self._agent.budgets.max_seconds:g}) is left; stopped instead of waiting. "
+                "Raise max_seconds to let runs wait out rate limits, or run again later."
+            )
+        return None
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         """Run one turn's tool calls, at most `max_parallel_tools` at once; results keep call order."""
@@ -598,6 +637,9 @@ class AgentWorkflow:
     async def _dispatch(self, call: ToolCall, tool: ToolSpec) -> ToolResult:
         if tool.kind == "agent":
             return await self._delegate(call, tool)
+        assert self._budget is not None
+        deadline = self._budget.deadline
+        start_to_close, schedule_to_close = deadlines.capped(deadline, timedelta(seconds=tool.timeout_seconds))
         try:
             return await workflow.execute_activity(
                 names.RUN_TOOL_ACTIVITY,
@@ -608,14 +650,18 @@ class AgentWorkflow:
                         workflow.info().workflow_id, self._chain_id, self._step, call.id
                     ),
                     run_inputs=self._input.inputs,
+                    deadline=deadline,
                 ),
                 result_type=ToolResult,
-                start_to_close_timeout=timedelta(seconds=tool.timeout_seconds),
+                start_to_close_timeout=start_to_close,
+                schedule_to_close_timeout=schedule_to_close,
                 heartbeat_timeout=timedelta(seconds=tool.heartbeat_timeout_seconds),
                 retry_policy=policies.TOOL_RETRY,
                 summary=f"tool {call.name}",
             )
         except ActivityError as err:
+            if deadlines.budget_over(err, deadline):
+                raise deadlines.DeadlineReached() from err
             return ToolResult.failure(call, message_unless_cancelled(err))
 
     async def _wait_for_approval(self, call: ToolCall) -> str | None:

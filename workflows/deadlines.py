@@ -9,16 +9,43 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+from stalwart.contracts.activities import BUDGET_OVER
 
 T = TypeVar("T")
 
 
 class DeadlineReached(Exception):
     """The durable timer fired before the work finished; the work has been cancelled."""
+
+
+def capped(
+    deadline: datetime | None, start_to_close: timedelta, schedule_to_close: timedelta | None = None
+) -> tuple[timedelta, timedelta | None]:
+    """An activity's timeouts cut to the time left before `deadline`, so the server starts no attempt after it.
+
+    Raises `DeadlineReached` when no time is left: the activity is not scheduled at all.
+    """
+    if deadline is None:
+        return start_to_close, schedule_to_close
+    left = deadline - workflow.now()
+    if left <= timedelta(0):
+        raise DeadlineReached()
+    return min(start_to_close, left), left if schedule_to_close is None else min(schedule_to_close, left)
+
+
+def budget_over(err: ActivityError, deadline: datetime | None) -> bool:
+    """Whether an activity failed because its run's deadline passed: it refused to start (`BUDGET_OVER`),
+    or its schedule-to-close timeout, capped at the deadline, ran out."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == BUDGET_OVER:
+        return True
+    return isinstance(cause, TimeoutError) and deadline is not None and workflow.now() >= deadline
 
 
 async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, summary: str) -> T:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from temporalio.exceptions import ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+from stalwart.contracts.activities import LONG_RATE_LIMIT
 
 
 def innermost_message(err: BaseException) -> str:
@@ -21,3 +23,15 @@ def message_unless_cancelled(err: BaseException) -> str:
     if is_cancelled_exception(err):
         raise asyncio.CancelledError() from err
     return innermost_message(err)
+
+
+def long_rate_limit(err: ActivityError) -> tuple[float, str] | None:
+    """(seconds to wait, provider) when the provider asked for a wait too long for the activity's own retry."""
+    cause = err.cause
+    if not (isinstance(cause, ApplicationError) and cause.type == LONG_RATE_LIMIT):
+        return None
+    details = cause.details
+    try:
+        return float(details[0]), str(details[1])
+    except (IndexError, TypeError, ValueError):
+        return None

@@ -21,6 +21,11 @@ MODEL_RETRY = RetryPolicy(
     non_retryable_error_types=["ModelConfigError", "ModelRequestError"],
 )
 
+RATE_LIMIT_MAX_WAIT = timedelta(hours=6)
+"""The longest Retry-After a run waits out on a durable timer; a longer one stops the run, saying so."""
+RATE_LIMIT_MAX_WAITS = 3
+"""Long waits for one model step before the run stops: a provider that keeps refusing is not waited on forever."""
+
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
