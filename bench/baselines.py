@@ -8,6 +8,7 @@ whole conversation as its input, so the history grows quadratically.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from pydantic import BaseModel
@@ -54,6 +55,26 @@ class BareStepsWorkflow:
             await workflow.execute_activity(model, start_to_close_timeout=TIMEOUT)
             await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
         await workflow.execute_activity(model, start_to_close_timeout=TIMEOUT)
+        return turns
+
+
+@activity.defn(name="bench_slow_model")
+async def slow_model(latency: float) -> None:
+    """A model call that takes `latency` seconds and answers nothing: what a provider's latency costs a worker."""
+    await asyncio.sleep(latency)
+
+
+@workflow.defn(name="BareLatencySteps")
+class BareLatencyStepsWorkflow:
+    """An agent run's shape with a slow model: a first no-op, per turn a slow model and a no-op tool, a last model."""
+
+    @workflow.run
+    async def run(self, turns: int, latency: float) -> int:
+        await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        for _ in range(turns):
+            await workflow.execute_activity(slow_model, latency, start_to_close_timeout=TIMEOUT)
+            await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(slow_model, latency, start_to_close_timeout=TIMEOUT)
         return turns
 
 
@@ -111,5 +132,5 @@ class CarriedConversationWorkflow:
             messages.append(Message(role="tool", tool_results=[result]))
 
 
-WORKFLOWS = [BareStepsWorkflow, CarriedConversationWorkflow]
-ACTIVITIES = [noop, querying_noop, carried_model, blob_activity]
+WORKFLOWS = [BareStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
+ACTIVITIES = [noop, querying_noop, slow_model, carried_model, blob_activity]

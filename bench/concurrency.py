@@ -1,0 +1,171 @@
+"""How many runs one worker carries at once: 1,000 agent runs started together against bare workflows.
+
+Every run is the same short agent: two turns of a model that takes 200 ms
+(the `scripted` model behind an `asyncio.sleep`, standing in for a provider's
+latency) calling the no-op `echo` tool, then an answer: 3 model steps per run.
+The baseline is the same number of `BareLatencySteps` workflows scheduling
+the same activities (a 200 ms model no-op, a no-op tool) on the same dev
+server, from a worker with the same options. Both phases start every run at
+once (the starts themselves go out 100 at a time) and end when the last
+result is in; throughput is model steps per second of that wall-clock span.
+
+Each phase reports this process's CPU seconds (client and worker, including
+the SDK's Rust threads) and resident memory after the phase. The worker
+options are `build_worker`'s defaults, so the figures are what a user gets
+without tuning.
+
+    .venv/bin/python -m bench.concurrency [--runs 1000] [--latency 0.2]
+
+The last line is `ratio: X.XX`, our steps per second over bare (target >= 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.worker import Worker
+
+from bench import baselines
+from stalwart.activities import providers
+from stalwart.activities.providers.scripted import ScriptedProvider
+from stalwart.client.api import StalwartClient
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.messages import AssistantTurn
+from stalwart.workers.dev_server import DevServer
+from stalwart.workers.worker import WORKER_DEFAULTS, build_worker
+
+TOOL_TURNS = 2
+STEPS_PER_RUN = TOOL_TURNS + 1
+OUR_QUEUE = "bench-concurrency-ours"
+BARE_QUEUE = "bench-concurrency-bare"
+
+
+class SlowScriptedModel:
+    """The scripted model, answering after `latency` seconds like a remote provider would."""
+
+    def __init__(self, latency: float) -> None:
+        self._latency = latency
+        self._scripted = ScriptedProvider()
+
+    async def complete(self, context: ModelContext) -> AssistantTurn:
+        await asyncio.sleep(self._latency)
+        return await self._scripted.complete(context)
+
+
+def echo_agent() -> AgentSpec:
+    replies = [
+        ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})])
+        for n in range(TOOL_TURNS)
+    ]
+    return AgentSpec(
+        name="bench-concurrency",
+        tools=["echo"],
+        budgets=Budgets(max_steps=STEPS_PER_RUN),
+        scripted=[*replies, ScriptedReply(text="done")],
+    )
+
+
+@dataclass
+class Phase:
+    name: str
+    runs: int
+    seconds: float
+    start_seconds: float
+    cpu_seconds: float
+    rss_mib: float
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.runs * STEPS_PER_RUN / self.seconds
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _phase(name: str, runs: int, start_one: Callable[[int], Awaitable[Awaitable[Any]]]) -> Phase:
+    """Start `runs` runs (100 starts in flight at a time), then wait for every result."""
+    gate = asyncio.Semaphore(100)
+
+    async def started(n: int) -> Awaitable[Any]:
+        async with gate:
+            return await start_one(n)
+
+    cpu, began = _cpu_seconds(), time.perf_counter()
+    waits = await asyncio.gather(*(started(n) for n in range(runs)))
+    start_seconds = time.perf_counter() - began
+    await asyncio.gather(*waits)
+    seconds = time.perf_counter() - began
+    return Phase(name, runs, seconds, start_seconds, _cpu_seconds() - cpu, _rss_mib())
+
+
+async def main(runs: int, latency: float) -> None:
+    providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
+    agent = echo_agent()
+    async with DevServer(port=None, ui_port=None) as server:
+        stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+        client = stalwart.temporal
+        ours = build_worker(client, task_queue=OUR_QUEUE)
+        bare = Worker(
+            client,
+            task_queue=BARE_QUEUE,
+            workflows=baselines.WORKFLOWS,
+            activities=baselines.ACTIVITIES,
+            **WORKER_DEFAULTS,
+        )
+        tag = uuid.uuid4().hex[:8]
+
+        async def start_ours(n: int) -> Awaitable[Any]:
+            handle = await stalwart.start(agent, "echo twice", run_id=f"ours-{tag}-{n}")
+            return handle.result()
+
+        async def start_bare(n: int) -> Awaitable[Any]:
+            handle = await client.start_workflow(
+                baselines.BareLatencyStepsWorkflow.run,
+                args=[TOOL_TURNS, latency],
+                id=f"bare-{tag}-{n}",
+                task_queue=BARE_QUEUE,
+            )
+            return handle.result()
+
+        async with ours, bare:
+            await _phase("warm-up", 20, start_ours)
+            await _phase("warm-up", 20, start_bare)
+            phases = [await _phase("bare", runs, start_bare), await _phase("ours", runs, start_ours)]
+    print(
+        f"{runs} runs at once on one worker, {STEPS_PER_RUN} model steps of {latency * 1000:.0f} ms and "
+        f"{TOOL_TURNS} no-op tools each; worker options: {WORKER_DEFAULTS}"
+    )
+    for phase in phases:
+        print(
+            f"{phase.name:>5}: {phase.steps_per_second:7.1f} steps/s  ({phase.seconds:.1f} s for "
+            f"{phase.runs * STEPS_PER_RUN} steps, starts took {phase.start_seconds:.1f} s; "
+            f"process CPU {phase.cpu_seconds:.1f} s, RSS {phase.rss_mib:.0f} MiB)"
+        )
+    bare_phase, ours_phase = phases
+    print(f"ratio: {ours_phase.steps_per_second / bare_phase.steps_per_second:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the simulated model takes per call")
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.latency))

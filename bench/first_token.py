@@ -1,0 +1,129 @@
+"""How long the first token of a streamed answer takes to reach a caller of `RunHandle.stream()`.
+
+The model is the local wire-format server the provider tests use
+(`tests/wire_server`), speaking OpenAI Chat Completions to the real `openai`
+SDK; it notes when it writes each reply's first event. Each sample streams
+the same answer word by word (`--pause` seconds between events):
+
+- `bare`: the SDK's `create(stream=True)` in this process, read directly;
+  the latency is from the server writing its first event to the SDK
+  yielding the first chunk with text;
+- `ours`: a run of a one-turn agent on our worker (in this process, on a
+  fresh in-memory dev server), followed with `RunHandle.stream()`; the
+  latency is from the server writing its first event to `stream()`
+  yielding the first `AnswerDelta`. The path is: the model activity reads
+  the token, publishes it as heartbeat details (throttled to 100 ms), the
+  server keeps them, and `stream()` polls the run's description (default
+  every 100 ms).
+
+It prints the median and the 95th percentile of both latencies and of their
+difference (ours minus bare, sample by sample).
+
+    .venv/bin/python -m bench.first_token [--samples 40] [--pause 0.05] [--poll 0.1]
+
+The last line is `ratio: X.XX`, the median of ours over the median of bare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+
+import openai
+
+from stalwart.client.api import StalwartClient
+from stalwart.client.stream import AnswerDelta
+from stalwart.contracts.agent import AgentSpec
+from stalwart.workers.dev_server import DevServer
+from stalwart.workers.worker import build_worker
+from tests.wire_server.script import Reply
+from tests.wire_server.server import Script, WireServer
+
+ANSWER = " ".join(f"word{n}" for n in range(40))
+KEY = "sk-bench-first-token-0123456789"
+KEY_ENV = "STALWART_BENCH_KEY"
+QUEUE = "bench-first-token"
+
+
+def _first_event_at(script: Script) -> float:
+    [request] = script.requests
+    if request.first_event_at is None:
+        raise RuntimeError("the wire server wrote no event for the streamed reply")
+    return request.first_event_at
+
+
+async def bare_latency(wire: WireServer, pause: float) -> float:
+    script = wire.script(Reply(text=ANSWER, pause=pause))
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=script.openai_base_url, max_retries=0)
+    try:
+        stream = await client.chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "user", "content": "talk"}], stream=True
+        )
+        first = None
+        async for chunk in stream:
+            if first is None and chunk.choices and chunk.choices[0].delta.content:
+                first = time.monotonic()
+        assert first is not None, "the stream carried no text"
+        return first - _first_event_at(script)
+    finally:
+        await client.close()
+
+
+async def our_latency(stalwart: StalwartClient, wire: WireServer, pause: float, poll: float) -> float:
+    script = wire.script(Reply(text=ANSWER, pause=pause))
+    agent = AgentSpec(
+        name="bench-first-token", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, api_key_env=KEY_ENV
+    )
+    handle = await stalwart.start(agent, "talk")
+    first = None
+    async for event in handle.stream(poll_interval=poll):
+        if first is None and isinstance(event, AnswerDelta) and event.text:
+            first = time.monotonic()
+    result = await handle.result()
+    if result.stop_reason != "done" or first is None:
+        raise RuntimeError(f"the benchmark run stopped with {result.stop_reason}: {result.error}")
+    return first - _first_event_at(script)
+
+
+def _summary(name: str, seconds: list[float]) -> str:
+    ms = sorted(s * 1000 for s in seconds)
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+    return f"{name:>11}: median {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms"
+
+
+async def main(samples: int, pause: float, poll: float) -> None:
+    os.environ[KEY_ENV] = KEY
+    wire = WireServer()
+    await wire.start()
+    try:
+        async with DevServer(port=None, ui_port=None) as server:
+            stalwart = await StalwartClient.connect(server.address, task_queue=QUEUE)
+            async with build_worker(stalwart.temporal, task_queue=QUEUE):
+                await our_latency(stalwart, wire, pause, poll)  # warm-up: SDK clients, worker caches
+                await bare_latency(wire, pause)
+                ours, bare = [], []
+                for _ in range(samples):  # interleaved, so the machine's load touches both alike
+                    ours.append(await our_latency(stalwart, wire, pause, poll))
+                    bare.append(await bare_latency(wire, pause))
+    finally:
+        await wire.stop()
+    print(
+        f"{samples} samples each; {len(ANSWER.split())} words streamed {pause * 1000:.0f} ms apart; "
+        f"stream() polls every {poll * 1000:.0f} ms; latency = first token written by the server -> received"
+    )
+    print(_summary("bare SDK", bare))
+    print(_summary("stream()", ours))
+    print(_summary("difference", [o - b for o, b in zip(ours, bare, strict=True)]))
+    print(f"ratio: {statistics.median(ours) / statistics.median(bare):.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--pause", type=float, default=0.05, help="seconds between the streamed events")
+    parser.add_argument("--poll", type=float, default=0.1, help="RunHandle.stream()'s poll interval")
+    args = parser.parse_args()
+    asyncio.run(main(args.samples, args.pause, args.poll))
