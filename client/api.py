@@ -30,7 +30,16 @@ from stalwart.client.stream import StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
-from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, StepArchive, StepRecord, StopReason
+from stalwart.contracts.run import (
+    AgentResult,
+    RunEvent,
+    RunInput,
+    RunState,
+    StepArchive,
+    StepRecord,
+    StopReason,
+    goal_problem,
+)
 
 if TYPE_CHECKING:
     from stalwart.contracts.activities import ModelContext
@@ -55,6 +64,20 @@ class RunSummary(BaseModel):
     started_at: datetime | None
     closed_at: datetime | None
     temporal_status: str | None
+
+
+class InvalidRunInput(ValueError):
+    """A run that cannot start as asked (a goal over the agent's limit): refused before anything is sent."""
+
+
+def run_input(
+    spec: AgentSpec, goal: str = "", *, inputs: dict[str, Any] | None = None, session: bool = False
+) -> RunInput:
+    """The workflow input, checked here first: what the workflow would refuse is refused before the run starts."""
+    problem = goal_problem(goal, spec)
+    if problem:
+        raise InvalidRunInput(problem)
+    return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)
 
 
 class RunWithoutResult(RuntimeError):
@@ -298,7 +321,7 @@ class StalwartClient:
         run_id = run_id or f"{spec.name}-{uuid.uuid4().hex[:12]}"
         handle = await self.temporal.start_workflow(
             names.WORKFLOW_TYPE,
-            RunInput(agent=spec, goal=goal, inputs=inputs or {}),
+            run_input(spec, goal, inputs=inputs),
             id=run_id,
             result_type=AgentResult,
             **self._start_options(spec, goal, status="running"),
@@ -332,7 +355,7 @@ class StalwartClient:
         session_id = session_id or f"{spec.name}-session-{uuid.uuid4().hex[:12]}"
         handle = await self.temporal.start_workflow(
             names.WORKFLOW_TYPE,
-            RunInput(agent=spec, inputs=inputs or {}, session=True),
+            run_input(spec, inputs=inputs, session=True),
             id=session_id,
             result_type=AgentResult,
             **self._start_options(spec, "session", status="waiting"),
@@ -359,7 +382,7 @@ class StalwartClient:
         def send() -> Awaitable[AgentResult]:
             operation: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(
                 names.WORKFLOW_TYPE,
-                RunInput(agent=spec, inputs=inputs or {}, session=True),
+                run_input(spec, inputs=inputs, session=True),
                 id=session_id,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 result_type=AgentResult,

@@ -69,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     import asyncio
 
+    # Model and tool output reaches the terminal: its control characters are shown escaped, never obeyed.
+    out, err_out = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = render.terminal_safe(out), render.terminal_safe(err_out)
     try:
         return asyncio.run(_until_terminated(args.handler(args)))
     except KeyboardInterrupt:
@@ -78,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is None:
             raise
         return code
+    finally:
+        sys.stdout, sys.stderr = out, err_out
 
 
 def _explain(err: Exception) -> int | None:
@@ -85,11 +90,11 @@ def _explain(err: Exception) -> int | None:
     from temporalio.service import RPCError, RPCStatusCode
 
     from stalwart.client.agent_files import AgentFileError
-    from stalwart.client.api import RunWithoutResult, SessionClosed
+    from stalwart.client.api import InvalidRunInput, RunWithoutResult, SessionClosed
 
     if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
         return EXIT_OK
-    if isinstance(err, AgentFileError):
+    if isinstance(err, AgentFileError | InvalidRunInput):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError):
@@ -1009,9 +1014,9 @@ async def _cancel(args: argparse.Namespace) -> int:
 
 
 async def _check(args: argparse.Namespace) -> int:
-    from stalwart.client.agent_files import load_agent
+    from stalwart.client.agent_files import check_agent
 
-    spec = load_agent(args.agent)
+    spec = check_agent(args.agent)
     print(spec.model_dump_json(indent=2, exclude_defaults=True))
     print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
     return EXIT_OK

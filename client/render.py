@@ -6,7 +6,7 @@ Only the standard library is imported: the CLI loads this module for every comma
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from stalwart.client.api import RunSummary
@@ -15,10 +15,38 @@ if TYPE_CHECKING:
 
 _WIDTH = 160
 _SESSION_STATUSES = ("waiting", "closed", "idle")
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)}
+"""Control characters shown escaped (`\\x1b`): model and tool output must not move the cursor, clear the screen,
+retitle the window or hide text. Newline and tab pass."""
+
+
+def escaped(text: str) -> str:
+    """`text` with its control characters (but newline and tab) written as `\\xNN`."""
+    return text.translate(_CONTROL)
+
+
+class TerminalSafe:
+    """A text stream that escapes control characters in everything written to it; the rest passes through."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        return self.inner.write(escaped(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def terminal_safe(out: TextIO) -> TextIO:
+    """`out`, escaping control characters (once, however often it is wrapped)."""
+    return out if isinstance(out, TerminalSafe) else TerminalSafe(out)  # type: ignore[return-value]
+
+
 
 
 def _clip(text: str, width: int = _WIDTH) -> str:
-    flat = " ".join(text.split())
+    flat = escaped(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -50,7 +78,7 @@ class LiveLine:
     """
 
     def __init__(self, out: TextIO) -> None:
-        self.out = out
+        self.out = terminal_safe(out)
         self.open_step: int | None = None
         self.streamed: set[int] = set()
         self.printed: set[int] = set()
@@ -94,6 +122,7 @@ class LiveLine:
 
 
 def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
+    out = terminal_safe(out)
     print(f"\nanswer: {result.answer}", file=out)
     usage = result.usage
     cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd else ""
@@ -116,6 +145,7 @@ def is_session(state: RunState) -> bool:
 
 
 def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -> None:
+    out = terminal_safe(out)
     session = is_session(state)
     turns = f" · {state.turns} turn{'' if state.turns == 1 else 's'}" if session and state.turns else ""
     print(f"{'session' if session else 'run'} {run_id} · agent {state.agent} · status {state.status}{turns}", file=out)
@@ -133,12 +163,14 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -
 
 
 def print_events(events: list[RunEvent], out: TextIO) -> None:
+    out = terminal_safe(out)
     for event in events:
         content = event.content if isinstance(event.content, str) else json.dumps(event.content)
         print(f"{event.timestamp.isoformat()}  {event.event_type:<20} {_clip(content, 120)}", file=out)
 
 
 def print_pending(runs: list[tuple[str, list[PendingApproval]]], out: TextIO) -> None:
+    out = terminal_safe(out)
     waiting = [(run_id, p) for run_id, pending in runs for p in pending]
     if not waiting:
         print("no tool calls are waiting for approval", file=out)
@@ -152,6 +184,7 @@ def print_pending(runs: list[tuple[str, list[PendingApproval]]], out: TextIO) ->
 
 
 def print_runs(runs: list[RunSummary], out: TextIO) -> None:
+    out = terminal_safe(out)
     if not runs:
         print("no runs found", file=out)
         return
@@ -177,8 +210,8 @@ class ChatView:
     """
 
     def __init__(self, out: TextIO, err: TextIO, *, prefix: str = "", live: bool = False) -> None:
-        self.out = out
-        self.err = err
+        self.out = terminal_safe(out)
+        self.err = terminal_safe(err)
         self.prefix = prefix
         self.live = live
         self.shown: dict[int, str] = {}  # streamed text, by model step
@@ -238,6 +271,7 @@ class ChatView:
 
 def print_closed(session_id: str, result: AgentResult, out: TextIO) -> None:
     """What `stalwart close` says on stderr after the stop reason: what the session did over its life."""
+    out = terminal_safe(out)
     messages = sum(1 for s in result.steps if s.role == "user")
     cost = f" · ${result.usage.cost_usd:.4f}" if result.usage.cost_usd else ""
     print(

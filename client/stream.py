@@ -25,6 +25,7 @@ from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import AgentResult, RunState, StepRecord
 from stalwart.contracts.stream import StreamProgress
+from stalwart.workflows.conversation import progress_block
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,40 @@ class AnswerRetracted:
     text: str
 
 
-StreamEvent = AnswerDelta | AnswerRetracted
+@dataclass(frozen=True)
+class Progress:
+    """An action about to run, as seed 000 announces it: `block` is `{"type": "progress", "step": i,
+    "max_steps": N, "action": "tool_call" | "delegate", "target": name}`. Yielded only when asked for
+    (`stream(progress=True)`, `watch(progress=True)`), before the action's step record."""
+
+    step: int
+    max_steps: int
+    action: str
+    target: str
+    call_id: str | None = None
+
+    @classmethod
+    def of(cls, record: StepRecord, max_steps: int) -> Progress:
+        block = progress_block(record, max_steps)
+        return cls(record.step, max_steps, str(block["action"]), record.tool_name or "", record.tool_call_id)
+
+    @property
+    def block(self) -> dict[str, object]:
+        return {
+            "type": "progress",
+            "step": self.step,
+            "max_steps": self.max_steps,
+            "action": self.action,
+            "target": self.target,
+        }
+
+    @property
+    def key(self) -> tuple[int, str | None, str]:
+        """Tells actions apart across polls (and across continue-as-new, where the step log starts anew)."""
+        return (self.step, self.call_id, self.target)
+
+
+StreamEvent = AnswerDelta | AnswerRetracted | Progress
 
 
 class ShownText:
@@ -74,24 +108,44 @@ async def stream_answer(
     *,
     poll_interval: float = 0.1,
     live_state: Callable[[], Awaitable[RunState]] | None = None,
+    progress_max_steps: int | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Yield the answer's text as it is generated, until the run ends.
 
     Polls the run every `poll_interval` seconds; the server learns new text
     at the worker's heartbeat throttle (see `activities.streaming`).
     `live_state` asks the running workflow for its `state` (default: a query on `handle`).
+    With `progress_max_steps` (the agent's `max_steps`), each action is announced by a `Progress`
+    before it runs, as seed 000 streams its progress blocks.
     """
     if live_state is None:
         live_state = lambda: handle.query("state", result_type=RunState)  # noqa: E731
+    # The client's own converter: heartbeats are written through the worker's codec (encrypted, when keys are set).
+    client = getattr(handle, "_client", None)
+    converter = client.data_converter if client is not None else DATA_CONVERTER
     shown = ShownText()
     settled: set[int] = set()
+    announced: set[tuple[int, str | None, str]] = set()
+
+    def announce(steps: list[StepRecord]) -> list[StreamEvent]:
+        if progress_max_steps is None:
+            return []
+        fresh = [p for p in (Progress.of(r, progress_max_steps) for r in steps if r.role == "tool")]
+        fresh = [p for p in fresh if p.key not in announced]
+        announced.update(p.key for p in fresh)
+        return list(fresh)
+
     while True:
         description = await handle.describe()
+        if progress_max_steps is not None and description.status == WorkflowExecutionStatus.RUNNING:
+            # Read after `describe`: the actions of steps before any text seen there are in this state already.
+            for event in announce((await live_state()).steps):
+                yield event
         live: dict[int, StreamProgress] = {}
         for pending in description.raw_description.pending_activities:
             if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
                 continue
-            [progress] = await DATA_CONVERTER.decode(pending.heartbeat_details.payloads, [StreamProgress])
+            [progress] = await converter.decode(pending.heartbeat_details.payloads, [StreamProgress])
             live[progress.step] = progress
         for step, progress in sorted(live.items()):
             if step not in settled:
@@ -100,6 +154,8 @@ async def stream_answer(
                     yield event
         if description.status != WorkflowExecutionStatus.RUNNING:
             result: AgentResult = await handle.result()
+            for event in announce(result.steps):
+                yield event
             for event in _settle(shown, settled, result.steps, live):
                 yield event
             return

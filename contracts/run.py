@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.agent import DEFAULT_MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS, AgentSpec
 from stalwart.contracts.messages import Message, TranscriptRef, Usage
 from stalwart.contracts.tools import ToolSpec
 
@@ -41,10 +41,39 @@ class RunInput(BaseModel):
     """
 
     agent: AgentSpec
-    goal: str = ""
+    goal: str = Field(
+        "",
+        description=(
+            "At most the agent's `[session] max_message_chars` characters (default 1,000,000), like any message."
+        ),
+    )
     inputs: dict[str, Any] = Field(default_factory=dict)
     session: bool = False
     carried: Carried | None = None
+
+    @model_validator(mode="after")
+    def _goal_fits(self) -> RunInput:
+        problem = goal_problem(self.goal, self.agent)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+def goal_problem(goal: str, agent: AgentSpec) -> str | None:
+    """Why `goal` is too long for `agent`, if it is.
+
+    The goal travels in the run's input and again in its first model call (and a session's first
+    message is its goal), so it obeys the same limit as every message: `[session] max_message_chars`.
+    """
+    limit = agent.session.max_message_chars
+    if len(goal) <= limit:
+        return None
+    return (
+        f"the goal has {len(goal):,} characters, over agent {agent.name!r}'s limit of {limit:,} "
+        f"([session] max_message_chars, default {DEFAULT_MAX_MESSAGE_CHARS:,}); shorten it, pass large material "
+        "as a run input or a file a tool reads, or raise max_message_chars in the agent file "
+        f"(at most {MAX_MESSAGE_CHARS:,})"
+    )
 
 
 class StepRecord(BaseModel):

@@ -21,6 +21,7 @@ from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig
 
+from stalwart.activities import secrets
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
@@ -47,6 +48,10 @@ class StalwartPlugin(SimplePlugin):
         models: The model activity with its SDK clients; tests pass one to share its clients.
         storage: Where payloads over the size threshold and conversations are kept; by default
             from `STALWART_STORAGE` (a local folder, `.stalwart/storage`, unless set).
+        allowed_env: Further environment variables (names, or patterns like `MYCO_*`) that agent files may
+            name in `api_key_env`, `auth_token_env` and `${NAME}`, besides the provider key variables,
+            `STALWART_*` and `STALWART_ALLOWED_ENV`'s list. Their values are redacted from everything an
+            activity returns, raises, heartbeats or logs (`activities/secrets.py`).
     """
 
     def __init__(
@@ -56,8 +61,11 @@ class StalwartPlugin(SimplePlugin):
         registry: ToolRegistry | None = None,
         models: ModelActivities | None = None,
         storage: StorageConfig | None = None,
+        allowed_env: Iterable[str] = (),
     ) -> None:
         self.storage = storage
+        self.allowed_env = list(allowed_env)
+        secrets.install_log_redaction()
         self.registry = registry or default_tool_registry()
         for extra in tools:
             if isinstance(extra, ModuleType):
@@ -78,6 +86,7 @@ class StalwartPlugin(SimplePlugin):
                 a2a_describe,
                 a2a_delegate,
             ],
+            interceptors=[secrets.RedactingInterceptor()],
             run_context=self._open_while_worker_runs,
         )
 
@@ -106,7 +115,8 @@ class StalwartPlugin(SimplePlugin):
     async def _open_while_worker_runs(self) -> AsyncIterator[None]:
         """Close MCP connections (stopping stdio servers) and SDK clients when the worker stops, however it stops."""
         try:
-            yield
+            with secrets.allowing(self.allowed_env):
+                yield
         finally:
             try:
                 await self.tool_activities.aclose()

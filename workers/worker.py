@@ -38,14 +38,15 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     models: ModelActivities | None = None,
     storage: StorageConfig | None = None,
+    allowed_env: Iterable[str] = (),
     **worker_options: Any,
 ) -> Worker:
     """A worker that runs agents on `task_queue` with the tools of `registry`, through `StalwartPlugin`.
 
     Its MCP connections and model SDK clients live as long as the worker runs:
-    they close (stopping stdio servers) when it shuts down.
+    they close (stopping stdio servers) when it shuts down. `allowed_env`: see `StalwartPlugin`.
     """
-    plugin = StalwartPlugin(registry=registry, models=models, storage=storage)
+    plugin = StalwartPlugin(registry=registry, models=models, storage=storage, allowed_env=allowed_env)
     return Worker(
         client,
         task_queue=task_queue,

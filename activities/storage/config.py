@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 
+from stalwart.activities.storage.encryption import KEYS_VAR, Keyring, is_sealed_object
 from stalwart.activities.storage.objects import (
     LazyS3ObjectClient,
     LocalObjectClient,
@@ -213,18 +214,25 @@ class ObjectStore:
 
     Keys here are chosen by Stalwart (not content hashes), so they are kept out of
     the driver's `v0/` area and cannot collide with or overwrite a stored payload.
+    With `encryption` (by default from `STALWART_ENCRYPTION_KEYS`), objects are sealed with
+    AES-256-GCM like payloads are; objects written before encryption was on are still read.
     """
 
-    def __init__(self, client: S3StorageDriverClient, bucket: str) -> None:
+    def __init__(self, client: S3StorageDriverClient, bucket: str, encryption: Keyring | None = None) -> None:
         self._client = client
         self._bucket = bucket
+        self._keyring = encryption
 
     @classmethod
     def from_config(
-        cls, config: StorageConfig | None = None, client: S3StorageDriverClient | None = None
+        cls,
+        config: StorageConfig | None = None,
+        client: S3StorageDriverClient | None = None,
+        encryption: Keyring | None = None,
     ) -> ObjectStore:
         config = StorageConfig.from_env() if config is None else config
-        return cls(client if client is not None else object_client(config), config.bucket)
+        keyring = encryption if encryption is not None else Keyring.from_env()
+        return cls(client if client is not None else object_client(config), config.bucket, keyring)
 
     @property
     def client(self) -> S3StorageDriverClient:
@@ -240,13 +248,25 @@ class ObjectStore:
         return f"{TRANSCRIPTS_AREA}/{key}"
 
     async def put(self, key: str, data: bytes) -> None:
+        if self._keyring is not None:
+            data = self._keyring.seal_object(data)
         await self._client.put_object(bucket=self._bucket, key=self.object_key(key), data=data)
+
+    def _opened(self, key: str, data: bytes) -> bytes:
+        if not is_sealed_object(data):
+            return data
+        if self._keyring is None:
+            raise ValueError(
+                f"stored object {key!r} is encrypted and this process has no keys: set {KEYS_VAR} "
+                "as the workers that wrote it have it"
+            )
+        return self._keyring.open_object(data)
 
     async def get(self, key: str) -> bytes | None:
         """The object's bytes, or None if nothing was stored under `key`."""
         object_key = self.object_key(key)
         try:
-            return await self._client.get_object(bucket=self._bucket, key=object_key)
+            data = await self._client.get_object(bucket=self._bucket, key=object_key)
         except ObjectNotFoundError:
             return None
         except Exception:
@@ -254,3 +274,4 @@ class ObjectStore:
             if not await self._client.object_exists(bucket=self._bucket, key=object_key):
                 return None
             raise
+        return self._opened(key, data)
