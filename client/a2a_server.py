@@ -80,6 +80,8 @@ class A2AAgentServer:
         self.agent = agent
         self.public_url = public_url.rstrip("/") + "/"
         self.blocking_wait_seconds = blocking_wait_seconds
+        self._cancelled: set[str] = set()
+        """Tasks this server cancelled: their runs may stay RUNNING a moment while they wind down."""
 
     def app(self) -> Starlette:
         return Starlette(
@@ -187,6 +189,7 @@ class A2AAgentServer:
             await self._handle(task_id).cancel()
         except RPCError as err:
             raise _temporal_error(err) from None
+        self._cancelled.add(task_id)
         return _task_json(TaskView(task_id, view.context_id, "canceled", "the run was cancelled"), version)
 
     # -- runs ----------------------------------------------------------------
@@ -224,6 +227,10 @@ class A2AAgentServer:
         context_id = await self._context_id(handle) or task_id
         status = description.status
         if status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+            # A cancel was confirmed to the caller: the task is canceled from then on, though the run may take a
+            # moment to wind down (its activities and sub-agents are cancelled first).
+            if task_id in self._cancelled or await self._cancel_requested(handle):
+                return TaskView(task_id, context_id, "canceled", "the run was cancelled")
             return TaskView(task_id, context_id, "working")
         if status == WorkflowExecutionStatus.COMPLETED:
             return _ended(task_id, context_id, await handle.result())
@@ -231,6 +238,31 @@ class A2AAgentServer:
             return TaskView(task_id, context_id, "canceled", "the run was cancelled")
         reason = status.name.lower().replace("_", " ") if status else "unknown"
         return TaskView(task_id, context_id, "failed", f"the run ended {reason}")
+
+    async def _cancel_requested(self, handle: WorkflowHandle[Any, Any]) -> bool:
+        """Whether anyone (another server, `temporal workflow cancel`) asked Temporal to cancel the running run.
+
+        A cancel request is among the newest events of a run still winding down, so the history is read newest
+        first, one page; a server without that call (the time-skipping test server) is read from the start.
+        """
+        from temporalio.api.common.v1 import WorkflowExecution
+        from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+
+        client = self.stalwart.temporal
+        try:
+            newest = await client.workflow_service.get_workflow_execution_history_reverse(
+                GetWorkflowExecutionHistoryReverseRequest(
+                    namespace=client.namespace,
+                    execution=WorkflowExecution(workflow_id=handle.id),
+                    maximum_page_size=_CANCEL_LOOKBACK_EVENTS,
+                )
+            )
+            events = list(newest.history.events)
+        except RPCError as err:
+            if err.status != RPCStatusCode.UNIMPLEMENTED:
+                raise _temporal_error(err) from None
+            events = [event async for event in handle.fetch_history_events()]
+        return any(e.HasField("workflow_execution_cancel_requested_event_attributes") for e in events)
 
     async def _context_id(self, handle: WorkflowHandle[Any, Any]) -> str | None:
         """The context id kept in the run's input (its first history event)."""
@@ -242,6 +274,9 @@ class A2AAgentServer:
             value = run_input.inputs.get(CONTEXT_INPUT)
             return value if isinstance(value, str) else None
         return None
+
+
+_CANCEL_LOOKBACK_EVENTS = 200
 
 
 def _temporal_error(err: RPCError) -> RpcError:

@@ -25,7 +25,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.agent_files import load_agent
-from stalwart.client.connection import connect
+from stalwart.client.connection import connect, dev_ui_url
 from stalwart.client.stream import StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
@@ -289,13 +289,22 @@ class SessionHandle(RunHandle):
         return await self.result()
 
 
+def _recorded_ui_url(client: Client) -> str | None:
+    """The UI of the dev server at the client's address, as `stalwart dev --ui-port` recorded it."""
+    config = getattr(client.service_client, "config", None)
+    address = getattr(config, "target_host", None)
+    return dev_ui_url(address) if isinstance(address, str) else None
+
+
 class StalwartClient:
     """Starts and finds agent runs on a Temporal cluster."""
 
     def __init__(self, client: Client, *, task_queue: str = names.TASK_QUEUE, ui_url: str | None = None) -> None:
         self.temporal = client
         self.task_queue = task_queue
-        self.ui_url = (ui_url or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
+        self.ui_url = (
+            ui_url or os.environ.get("TEMPORAL_UI_URL") or _recorded_ui_url(client) or DEFAULT_UI_URL
+        ).rstrip("/")
 
     @classmethod
     async def connect(

@@ -1034,7 +1034,7 @@ async def _client(args: argparse.Namespace) -> StalwartClient:
 @contextlib.asynccontextmanager
 async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterator[tuple[Client, str | None]]:
     """A client; with `embedded`, on a dev server started here, with a worker running beside it."""
-    from stalwart.client.connection import connect
+    from stalwart.client.connection import connect, record_dev_ui_url
 
     if not embedded:
         yield await connect(args.address, args.namespace), None
@@ -1047,8 +1047,13 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
     async with server:
         temporal = await connect(server.address)
-        async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
-            yield temporal, server.ui_url
+        # `stalwart run` in another shell prints links to this server's UI, on whatever --ui-port it has.
+        record_dev_ui_url(server.address, server.ui_url)
+        try:
+            async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
+                yield temporal, server.ui_url
+        finally:
+            record_dev_ui_url(server.address, None)
 
 
 async def _warn_without_workers(temporal: Client, task_queue: str, *, waiting: str = "the run") -> None:

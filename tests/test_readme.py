@@ -50,3 +50,26 @@ def test_the_readme_main_command_names_an_agent_file_that_exists():
     assert "stalwart run --dev" in main
     agent = next(word for word in main.split() if word.endswith(".toml"))
     assert (REPO / agent).exists()
+
+
+def test_readme_calculator_example_question_is_the_one_its_script_answers():
+    """agents/calculator.toml runs on the scripted model: every question the README asks it must be the one
+    its script computes (issue 11, defect 12: the README asked "What is 2**10?" and got 395)."""
+    import ast
+    import re
+    import tomllib
+
+    script = tomllib.loads((REPO / "agents" / "calculator.toml").read_text())["scripted"]
+    computed = [call["arguments"]["expression"] for reply in script for call in reply.get("tool_calls", [])]
+    answered = computed[-1]  # the last computation is the answer; earlier ones are its parts
+    readme = (REPO / "README.md").read_text()
+    asked = re.findall(r"""agents/calculator\.toml"?,? ["']?(What is [^"'?]+)\?""", readme)
+    asked += re.findall(r"""calc-(?:chat|py)"?,? ["'](What is [^"'?]+)\?""", readme)
+    asked += re.findall(r"""session\.send\(["'](What is [^"'?]+)\?""", readme)
+    assert asked, "the README asks agents/calculator.toml no question any more: update this test"
+    normal = "".join(answered.split())
+    for question in asked:
+        assert "".join(question.removeprefix("What is ").split()) == normal, (question, answered)
+    from stalwart.activities.tools.builtin import _evaluate
+
+    assert str(_evaluate(ast.parse(answered, mode="eval").body)) in script[-1]["text"]

@@ -770,9 +770,14 @@ class AgentWorkflow:
             self._published.update({key.name: value for key, value in current.items()})
         last = self._steps[-1] if self._steps else None
         turns = f" · turn {self._turns}" if self._input.session else ""
+        # The UI's static summary can only be set by whoever starts the run (StalwartClient does); a run started
+        # from the `temporal` CLI or another SDK still shows its agent and goal here, set by the workflow itself.
+        goal = self._input.goal if len(self._input.goal) <= 200 else self._input.goal[:200] + " …"
+        what = "session" if self._input.session else f"goal: {goal}"
         workflow.set_current_details(
             f"**{self._agent.name}** · {self._status}{turns} · step {self._step} · "
-            f"{self._usage.total_tokens} tokens\n\nlast: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
+            f"{self._usage.total_tokens} tokens\n\n{what}\n\n"
+            f"last: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
         )
 
     def _finish(self, stop: StopReason) -> AgentResult:

@@ -168,3 +168,21 @@ async def test_an_unknown_task_is_a_task_not_found_error(served):
     async with httpx.AsyncClient() as http:
         body = (await http.post(served["explainer"], json=payload, headers={"A2A-Version": "1.0"})).json()
     assert body["error"]["code"] == -32001
+
+
+async def test_new_user_trips_get_task_after_a_confirmed_cancel_answers_canceled_not_working(time_skipping_env):
+    """Issue 11, defect 12: once CancelTask answered CANCELED, GetTask must not say WORKING while the run winds
+    down. No worker listens here, so the run stays RUNNING with its cancel requested for as long as the test looks;
+    a second server (another replica, no memory of the cancel) reads the request from the run's history."""
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=f"nobody-{uuid.uuid4().hex}")
+    server = A2AAgentServer(stalwart, EXPLAINER, public_url="http://a2a.test/")
+    replica = A2AAgentServer(stalwart, EXPLAINER, public_url="http://a2a.test/")
+    sent = await _rpc(server, "SendMessage", {"message": _message(), "configuration": {"returnImmediately": True}})
+    task_id = sent["result"]["task"]["id"]
+    await _rpc(server, "CancelTask", {"id": task_id})
+    run = time_skipping_env.client.get_workflow_handle(task_id)
+    assert (await run.describe()).status.name == "RUNNING"  # still winding down: no worker took the cancel yet
+    for answering in (server, replica):
+        got = await _rpc(answering, "GetTask", {"id": task_id})
+        assert got["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    await run.terminate("test cleanup")
