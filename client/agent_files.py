@@ -15,7 +15,15 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
-from stalwart.contracts.agent import AgentSpec, SubAgent
+from stalwart.contracts.agent import (
+    BUILTIN_PROVIDERS,
+    ENV_REFERENCE,
+    MAX_NESTING,
+    AgentSpec,
+    McpStdioServer,
+    SubAgent,
+    nesting,
+)
 
 
 class AgentFileError(ValueError):
@@ -29,23 +37,54 @@ def load_agent(path: str | Path) -> AgentSpec:
 
 def _load(path: Path, chain: tuple[Path, ...]) -> AgentSpec:
     """`chain` holds the files that led here, so a sub-agent file that leads back to one of them is caught."""
-    if not path.exists():
-        nearby = _agent_files_near(path)
-        hint = f" Agent files nearby: {', '.join(nearby)}." if nearby else ""
-        raise AgentFileError(f"{path}: no such agent file.{hint}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise AgentFileError(f"{path}: not valid TOML ({err}). Fix the syntax at that line.") from None
+    data = _read_toml(path)
     # A stdio MCP server runs in the agent file's directory unless it says otherwise, so relative `args` work.
     spec = parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
     return _with_sub_agent_files(spec, path, (*chain, path.resolve()))
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The file's TOML document, or an AgentFileError saying why there is none."""
+    nearby = _agent_files_near(path)
+    hint = f" Agent files nearby: {', '.join(nearby)}." if nearby else ""
+    if not path.exists():
+        raise AgentFileError(f"{path}: no such agent file.{hint}")
+    if path.is_dir():
+        raise AgentFileError(f"{path} is a directory, not an agent file; name a .toml file in it.{hint}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AgentFileError(
+            f"{path}: not UTF-8 text (byte {err.start} cannot be decoded); agent files are TOML, which is UTF-8: "
+            "save it as UTF-8."
+        ) from None
+    except OSError as err:
+        raise AgentFileError(
+            f"{path}: cannot be read ({err.strerror or err}); check the path and its permissions."
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise AgentFileError(f"{path}: not valid TOML ({err}). Fix the syntax at that line.") from None
+    except RecursionError:
+        data = None
+    if data is None or nesting(data) > MAX_NESTING:
+        raise AgentFileError(
+            f"{path}: tables or lists nest deeper than {MAX_NESTING} levels; no agent setting nests that deep: "
+            "flatten the file."
+        )
+    return data
+
+
 def _agent_files_near(path: Path) -> list[str]:
     """TOML files beside `path` and in an `agents/` folder there (where the examples live), but not pyproject.toml."""
-    folders = [folder for folder in (path.parent, path.parent / "agents") if folder.is_dir()]
-    return sorted(str(file) for folder in folders for file in folder.glob("*.toml") if file.name != "pyproject.toml")
+    base = path if path.is_dir() else path.parent
+    folders = [folder for folder in (base, base / "agents") if folder.is_dir()]
+    try:
+        files = [file for folder in folders for file in folder.glob("*.toml") if file.name != "pyproject.toml"]
+    except OSError:  # an unreadable folder has nothing to suggest
+        return []
+    return sorted(str(file) for file in files)[:10]
 
 
 def _with_sub_agent_files(spec: AgentSpec, path: Path, chain: tuple[Path, ...]) -> AgentSpec:
@@ -73,7 +112,7 @@ def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubA
             f"{path}: field `{field}.file` = {sub.file!r} leads back to an agent that delegates to this one "
             f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
         )
-    if not target.exists():
+    if not target.is_file():
         raise AgentFileError(
             f"{path}: field `{field}.file`: no agent file {target} "
             "(a sub-agent's `file` is relative to the file that declares it); "
@@ -83,10 +122,14 @@ def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubA
 
 
 def parse_agent(data: dict[str, Any], *, source: str = "<agent>") -> AgentSpec:
+    if nesting(data) > MAX_NESTING:
+        raise AgentFileError(f"{source}: tables or lists nest deeper than {MAX_NESTING} levels; flatten them.")
     try:
         return AgentSpec.model_validate(data)
     except ValidationError as err:
         raise AgentFileError("\n".join(_describe(source, item) for item in err.errors())) from None
+    except RecursionError:
+        raise AgentFileError(f"{source}: nests too deeply to read; flatten its tables and lists.") from None
 
 
 def _describe(source: str, item: Any) -> str:
@@ -106,7 +149,38 @@ def _describe(source: str, item: Any) -> str:
         return f"{source}: field `{field}` is not an agent setting; {fix}"
     if kind == "missing":
         return f'{source}: field `{field}` is required; add it, e.g. `{loc[-1]} = "..."`'
-    return f"{source}: field `{field}`: {item['msg']} (got {item.get('input')!r}); fix the value"
+    if kind in _RANGE_ERRORS:
+        allowed = _range_of(tuple(item["loc"]))
+        if allowed:
+            return f"{source}: field `{field}`: out of range (got {_shown(item.get('input'))}); use {allowed}"
+    return f"{source}: field `{field}`: {item['msg']} (got {_shown(item.get('input'))}); fix the value"
+
+
+_RANGE_ERRORS = {"finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _range_of(loc: tuple[int | str, ...]) -> str | None:
+    """`a finite number above 0 and at most 315,360,000`: the range the field at `loc` accepts, if it has one."""
+    model = _model_at(AgentSpec, loc[:-1])
+    info = _field_names(model).get(str(loc[-1])) if model else None
+    if info is None:
+        return None
+    bounds = []
+    for meta in info.metadata:
+        for attr, words in (("gt", "above"), ("ge", "at least"), ("lt", "below"), ("le", "at most")):
+            bound = getattr(meta, attr, None)
+            if bound is not None:
+                bounds.append(f"{words} {bound:,}")
+    if not bounds:
+        return None
+    whole = get_args(info.annotation) or (info.annotation,)
+    kind = "a whole number" if int in whole or info.annotation is int else "a finite number"
+    return f"{kind} {' and '.join(bounds)}"
 
 
 def _field_names(model: type[BaseModel]) -> dict[str, FieldInfo]:
@@ -147,3 +221,46 @@ def _union_tag(member: Any) -> str | None:
         tags = [meta.tag for meta in get_args(member)[1:] if isinstance(meta, Tag)]
         return tags[0] if tags else _union_tag(get_args(member)[0])
     return getattr(member, "__name__", None)
+
+
+def check_agent(path: str | Path) -> AgentSpec:
+    """`load_agent`, then what `stalwart check` can also know without a worker: refused with every problem found.
+
+    A provider no worker knows, and environment variables a worker here would not let the file read
+    (the worker decides for itself: its `STALWART_ALLOWED_ENV` or `allowed_env` may differ from this shell's).
+    """
+    spec = load_agent(path)
+    problems = static_problems(spec, source=str(path))
+    if problems:
+        raise AgentFileError("\n".join(problems))
+    return spec
+
+
+def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[str]:
+    """What is wrong with a valid spec that only a worker would otherwise find, for it and its inline sub-agents."""
+    from stalwart.activities import secrets
+
+    problems: list[str] = []
+    prefix = spec.model.partition(":")[0]
+    if prefix not in BUILTIN_PROVIDERS:
+        problems.append(
+            f"{source}: field `{where}model` = {spec.model!r} names provider {prefix!r}, which no worker knows; "
+            f"use one of {', '.join(BUILTIN_PROVIDERS)} (as `provider:model-name`)"
+        )
+    names: list[tuple[str, str]] = []
+    if spec.api_key_env:
+        names.append((f"{where}api_key_env", spec.api_key_env))
+    for n, server in enumerate(spec.mcp_servers):
+        values = server.env if isinstance(server, McpStdioServer) else server.headers
+        kind = "env" if isinstance(server, McpStdioServer) else "headers"
+        for key, value in values.items():
+            names += [(f"{where}mcp_servers.{n}.{kind}.{key}", name) for name in ENV_REFERENCE.findall(value)]
+    for n, sub in enumerate(spec.sub_agents):
+        if sub.auth_token_env:
+            names.append((f"{where}sub_agents.{n}.auth_token_env", sub.auth_token_env))
+        if sub.spec is not None:
+            problems += static_problems(sub.spec, source=source, where=f"{where}sub_agents.{n}.spec.")
+    for field, name in names:
+        if not secrets.env_allowed(name):
+            problems.append(f"{source}: field `{field}`: {secrets.refusal(name, 'it')}")
+    return problems

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 DelegationState = Literal["completed", "input-required"]
 """How a delegation that produced an answer ended: done, or the remote agent asks a question back."""
@@ -18,10 +18,14 @@ DelegationState = Literal["completed", "input-required"]
 class A2APollSettings(BaseModel):
     """How to follow a remote task: the first wait, how it grows, its ceiling, and each HTTP call's limit."""
 
-    interval_seconds: float = Field(1.0, gt=0, description="Wait before the first `tasks/get`.")
-    max_interval_seconds: float = Field(10.0, gt=0, description="Longest wait between two polls.")
-    backoff: float = Field(1.5, ge=1, description="Each wait is the previous one times this, up to the ceiling.")
-    request_timeout_seconds: float = Field(30.0, gt=0, description="Limit of one HTTP request; a timeout is retried.")
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    interval_seconds: float = Field(1.0, gt=0, le=3600, description="Wait before the first `tasks/get`.")
+    max_interval_seconds: float = Field(10.0, gt=0, le=3600, description="Longest wait between two polls.")
+    backoff: float = Field(1.5, ge=1, le=10, description="Each wait is the previous one times this, up to the ceiling.")
+    request_timeout_seconds: float = Field(
+        30.0, gt=0, le=3600, description="Limit of one HTTP request; a timeout is retried."
+    )
 
 
 class A2ADelegateRequest(BaseModel):
@@ -63,7 +67,7 @@ class A2ADescribeRequest(BaseModel):
 
     url: str = Field(description="The agent's base URL or the URL of its card.")
     auth_token_env: str | None = None
-    request_timeout_seconds: float = Field(30.0, gt=0)
+    request_timeout_seconds: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
 
 
 class A2ASkill(BaseModel):

@@ -6,6 +6,7 @@ history: replaying it needs no agent file.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -17,8 +18,64 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 ActionFormat = Literal["native", "json", "fenced"]
 
 
+MAX_SECONDS = 10 * 365 * 86400
+"""The longest duration an agent file may set (10 years): every duration becomes a Temporal timer or timeout,
+which must fit a `timedelta` added to now and int64 nanoseconds (292 years); 10 years leaves room for both."""
+MAX_TOKENS = 10**12
+"""The largest token count an agent file may set: token totals are int64 search attributes (`AgentTokens`), and
+a trillion tokens times the most steps a run may take still fits."""
+MAX_STEPS = 100_000
+DEFAULT_MAX_MESSAGE_CHARS = 1_000_000
+MAX_MESSAGE_CHARS = 50_000_000
+MAX_COST_USD = 1e9
+MAX_SCRIPTED_TOKENS = 10**9
+"""Tokens one scripted reply may claim: its usage is added up into the run's int64 token total."""
+MAX_NESTING = 32
+"""How deep tables and lists may nest in an agent file (sub-agents, `[extra]`)."""
+STREAM_DEADLINES = {"first_token_seconds": 90.0, "stall_seconds": 60.0}
+"""The `[extra]` stream deadlines a provider reads, and their defaults (see `activities/providers/calling.py`)."""
+MAX_STREAM_DEADLINE_SECONDS = 3600.0
+"""A stream deadline longer than this could never fire: the model activity is cut by its own timeout first."""
+BUILTIN_PROVIDERS = ("scripted", "auto", "openai", "openai-responses", "anthropic", "openai-compatible", "ollama")
+"""The `provider` of `provider:model` that every worker knows; `stalwart check` refuses others."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`${NAME}` in an MCP server's `env` or `headers`: the worker's environment variable NAME."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No inf or nan anywhere: `max_seconds = inf` is not "no budget", and Temporal holds neither.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def env_name(value: str | None, field: str) -> str | None:
+    """The name of a worker environment variable, as a shell would write it."""
+    if value is not None and not _ENV_NAME.fullmatch(value):
+        raise ValueError(
+            f"`{field}` names an environment variable: use letters, digits and '_' (not starting with a digit), "
+            f"e.g. `OPENAI_API_KEY`"
+        )
+    return value
+
+
+def nesting(value: Any) -> int:
+    """How deep dicts and lists nest in `value` (0 for a scalar), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_NESTING:  # deep enough to refuse: no need to walk further
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _seconds(default: float | None, *, description: str, gt: float = 0) -> Any:
+    """A duration field: positive, finite and at most MAX_SECONDS."""
+    return Field(default, gt=gt, le=MAX_SECONDS, description=f"{description} At most {MAX_SECONDS:,} (10 years).")
 
 
 def identifier(value: str, longest: int, why: str = "") -> str:
@@ -46,11 +103,17 @@ def http_url(value: str, example: str) -> str:
 class Budgets(_Strict):
     """Limits that end a run. Whichever is reached first stops it."""
 
-    max_steps: int = Field(10, ge=1, description="Model turns before the run stops with `max_steps`.")
-    max_seconds: float | None = Field(None, gt=0, description="Wall-clock seconds, held by a durable timer.")
-    max_tokens: int | None = Field(None, ge=1, description="Cumulative input + output tokens.")
-    max_cost_usd: float | None = Field(None, gt=0, description="Cumulative cost from the price table.")
-    max_parallel_tools: int = Field(4, ge=1, description="Tool calls of one turn that run at once.")
+    max_steps: int = Field(
+        10, ge=1, le=MAX_STEPS, description="Model turns before the run stops with `max_steps` (at most 100,000)."
+    )
+    max_seconds: float | None = _seconds(None, description="Wall-clock seconds, held by a durable timer.")
+    max_tokens: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="Cumulative input + output tokens (at most 10**12)."
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, le=MAX_COST_USD, description="Cumulative cost from the price table (at most 1e9)."
+    )
+    max_parallel_tools: int = Field(4, ge=1, le=256, description="Tool calls of one turn that run at once.")
     finalize_on_budget: bool = Field(
         False,
         description="At max_steps or max_tokens, make one last model call without tools for a best-effort answer.",
@@ -60,8 +123,8 @@ class Budgets(_Strict):
 class SessionSettings(_Strict):
     """How a long-lived run behaves: a session between messages, and any run across continue-as-new."""
 
-    idle_timeout_seconds: float | None = Field(
-        None, gt=0, le=10 * 365 * 86400, description="A session with no message for this long ends with `idle`."
+    idle_timeout_seconds: float | None = _seconds(
+        None, description="A session with no message for this long ends with `idle`."
     )
     continue_as_new_events: int | None = Field(
         None,
@@ -73,13 +136,16 @@ class SessionSettings(_Strict):
         ),
     )
     max_cost_usd: float | None = Field(
-        None, gt=0, description="A session that has spent this much over its whole life takes no further message."
+        None,
+        gt=0,
+        le=MAX_COST_USD,
+        description="A session that has spent this much over its whole life takes no further message.",
     )
     max_message_chars: int = Field(
-        1_000_000,
+        DEFAULT_MAX_MESSAGE_CHARS,
         ge=1,
-        le=50_000_000,
-        description="Longer messages to a session are refused before they enter history.",
+        le=MAX_MESSAGE_CHARS,
+        description="Longer messages to a session, and longer goals, are refused before they enter history.",
     )
 
 
@@ -117,8 +183,8 @@ class ScriptedReply(_Strict):
 
     text: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
-    input_tokens: int = 10
-    output_tokens: int = 10
+    input_tokens: int = Field(10, ge=0, le=MAX_SCRIPTED_TOKENS)
+    output_tokens: int = Field(10, ge=0, le=MAX_SCRIPTED_TOKENS)
 
 
 class _McpServerBase(_Strict):
@@ -162,6 +228,29 @@ class McpStdioServer(_McpServerBase):
         ),
     )
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            env_name(key, f"env.{key}")
+            if "\0" in text:
+                raise ValueError(f"`env.{key}` holds a NUL character, which no environment can hold; remove it")
+        return value
+
+    @field_validator("command", "cwd")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\0" in value:
+            raise ValueError("holds a NUL character, which no command line can hold; remove it")
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _args_no_nul(cls, value: list[str]) -> list[str]:
+        if any("\0" in arg for arg in value):
+            raise ValueError("an argument holds a NUL character, which no command line can hold; remove it")
+        return value
+
 
 class McpHttpServer(_McpServerBase):
     """An MCP server reached over streamable HTTP."""
@@ -179,6 +268,16 @@ class McpHttpServer(_McpServerBase):
     @classmethod
     def _http_url(cls, value: str) -> str:
         return http_url(value, "http://127.0.0.1:8000/mcp")
+
+    @field_validator("headers")
+    @classmethod
+    def _header_shape(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if not _HEADER_NAME.fullmatch(key):
+                raise ValueError(f"header name {key!r} is not an HTTP header name: use letters, digits and '-'")
+            if any(char in text for char in "\r\n\0"):
+                raise ValueError(f"header `{key}` holds a line break or NUL, which HTTP cannot send; remove it")
+        return value
 
 
 def _mcp_transport(value: Any) -> str | None:
@@ -226,7 +325,11 @@ class SubAgent(_Strict):
     )
     url: str | None = Field(None, description="A remote agent reached over A2A: its base URL or the URL of its card.")
     auth_token_env: str | None = Field(
-        None, description="With `url`: the worker's environment variable holding a bearer token."
+        None,
+        description=(
+            "With `url`: the worker's environment variable holding a bearer token "
+            "(one the worker allows, as for `api_key_env`)."
+        ),
     )
     mode: SubAgentMode = Field(
         "agentic",
@@ -249,6 +352,11 @@ class SubAgent(_Strict):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return None if value is None else http_url(value, "http://127.0.0.1:9999/researcher")
+
+    @field_validator("auth_token_env")
+    @classmethod
+    def _token_env_name(cls, value: str | None) -> str | None:
+        return env_name(value, "auth_token_env")
 
     @model_validator(mode="after")
     def _one_source(self) -> SubAgent:
@@ -278,13 +386,19 @@ class AgentSpec(_Strict):
     instructions: str = "You are a helpful assistant."
     model: str = Field("scripted", description="`scripted`, or `provider:model` such as `openai:gpt-4.1-mini`.")
     base_url: str | None = None
-    api_key_env: str | None = Field(None, description="Name of the worker's environment variable holding the API key.")
+    api_key_env: str | None = Field(
+        None,
+        description=(
+            "Name of the worker's environment variable holding the API key; the worker reads only the variables "
+            "it allows (by default the provider keys and `STALWART_*`)."
+        ),
+    )
     temperature: float | None = Field(None, ge=0, le=2)
-    max_output_tokens: int | None = Field(None, ge=1)
+    max_output_tokens: int | None = Field(None, ge=1, le=10_000_000)
     action_format: ActionFormat = "native"
     tools: list[str] = Field(default_factory=list)
     history_limit: int | None = Field(
-        None, ge=2, description="Keep the goal and the last N messages when calling the model."
+        None, ge=2, le=1_000_000, description="Keep the goal and the last N messages when calling the model."
     )
     budgets: Budgets = Field(default_factory=Budgets)
     scripted: list[ScriptedReply] = Field(
@@ -307,15 +421,21 @@ class AgentSpec(_Strict):
         default_factory=list,
         description="Tools whose calls wait for a person's approval (besides tools marked so in code).",
     )
-    approval_timeout_seconds: float = Field(
-        86400, gt=0, description="How long a call waits for approval before it is rejected (durable timer)."
+    approval_timeout_seconds: float = _seconds(
+        86400, description="How long a call waits for approval before it is rejected (durable timer)."
     )
     thrash_guard: bool = Field(
         True, description="Answer a repeated identical call of a read-only tool with its earlier result and a note."
     )
     session: SessionSettings = Field(default_factory=SessionSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
-    extra: dict[str, Any] = Field(default_factory=dict, description="Free-form settings for extensions.")
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Free-form settings for extensions; the stream deadlines `first_token_seconds` and `stall_seconds` "
+            f"are numbers of seconds, above 0 and at most {MAX_STREAM_DEADLINE_SECONDS:g}."
+        ),
+    )
 
     @field_validator("name")
     @classmethod
@@ -327,6 +447,52 @@ class AgentSpec(_Strict):
     def _tools_unique(cls, value: list[str]) -> list[str]:
         no_repeats(value, "tools listed twice: {}; list each tool once")
         return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_name(cls, value: str | None) -> str | None:
+        return env_name(value, "api_key_env")
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value, "http://localhost:8000/v1")
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        prefix, colon, name = value.partition(":")
+        if not prefix or (colon and not name.strip()):
+            raise ValueError(
+                "write the model as `provider:model-name`, e.g. `openai:gpt-4.1-mini`, or `scripted` or `auto`"
+            )
+        return value
+
+    @field_validator("extra")
+    @classmethod
+    def _stream_deadlines(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if nesting(value) > MAX_NESTING:
+            raise ValueError(f"nests deeper than {MAX_NESTING} levels; flatten it")
+        for key in STREAM_DEADLINES:
+            seconds = value.get(key)
+            if key not in value:
+                continue
+            finite = isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds)
+            if not finite or not 0 < seconds <= MAX_STREAM_DEADLINE_SECONDS:
+                raise ValueError(
+                    f"`extra.{key}` is a stream deadline in seconds: give a number above 0 and at most "
+                    f"{MAX_STREAM_DEADLINE_SECONDS:g} (default {STREAM_DEADLINES[key]:g}), not {seconds!r}"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _compatible_needs_url(self) -> AgentSpec:
+        if self.model.startswith("openai-compatible:") and not self.base_url:
+            raise ValueError(
+                f"model {self.model!r} is served by an OpenAI-compatible server: set its `base_url`, "
+                'e.g. base_url = "http://localhost:8000/v1" for vLLM'
+            )
+        return self
 
     @field_validator("mcp_servers")
     @classmethod

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from stalwart.contracts.agent import McpServerSpec, SubAgent
+from stalwart.contracts.agent import MAX_SECONDS, McpServerSpec, SubAgent
 
 
 class ToolSpec(BaseModel):
@@ -22,8 +22,8 @@ class ToolSpec(BaseModel):
     kind: str = "function"
     side_effecting: bool = False
     requires_approval: bool = False
-    timeout_seconds: float = 300.0
-    heartbeat_timeout_seconds: float = 10.0
+    timeout_seconds: float = Field(300.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    heartbeat_timeout_seconds: float = Field(10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """How soon a silent (crashed) worker's call is retried elsewhere; raise it for tools that run for hours."""
     bindings: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> run input name; bound parameters are filled from the run's inputs."""

@@ -48,7 +48,7 @@ def test_run_with_a_bad_agent_file_names_the_field_before_starting_anything(tmp_
     bad.write_text('name = "x"\n[budgets]\nmax_steps = 0\n')
     result = stalwart("run", str(bad), "goal")
     assert result.returncode == 2
-    assert "field `budgets.max_steps`" in result.stderr and "greater than or equal to 1" in result.stderr
+    assert "field `budgets.max_steps`" in result.stderr and "at least 1" in result.stderr
     assert "Temporal" not in result.stderr
 
 

@@ -7,11 +7,11 @@ needs a person to change the URL, the token or the agent.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
+from stalwart.activities import secrets
 from stalwart.activities.a2a.errors import A2AProtocolError, A2ARequestError, A2AUnavailableError
 from stalwart.activities.retry_after import retry_after_seconds
 
@@ -22,7 +22,10 @@ def auth_headers(token_env: str | None) -> dict[str, str]:
     """The bearer token header read from the worker's environment, so no secret travels through history."""
     if token_env is None:
         return {}
-    token = os.environ.get(token_env)
+    try:  # only a variable the worker allows; the token is redacted wherever it would leave the activity
+        token = secrets.read_env(token_env, "`auth_token_env`")
+    except secrets.EnvNotAllowed as err:
+        raise A2ARequestError(str(err)) from None
     if not token:
         raise A2ARequestError(
             f"environment variable {token_env} (auth_token_env) is not set on this worker; "

@@ -20,15 +20,16 @@ from mcp import StdioServerParameters, stdio_client
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
+from stalwart.activities import secrets
 from stalwart.activities.mcp.errors import McpConfigError
-from stalwart.contracts.agent import McpServerSpec, McpStdioServer
+from stalwart.contracts.agent import ENV_REFERENCE, McpServerSpec, McpStdioServer
 
 PYTHON_COMMANDS = ("python", "python3")
 """Commands that mean the worker's own interpreter, so a server written in Python finds the worker's `mcp`."""
 
 HTTP_TIMEOUT_SECONDS = 30.0
 HTTP_STREAM_READ_SECONDS = 300.0
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_REFERENCE = ENV_REFERENCE
 
 
 def expand(value: str, environ: Mapping[str, str], where: str) -> str:
@@ -36,6 +37,10 @@ def expand(value: str, environ: Mapping[str, str], where: str) -> str:
 
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
+        try:  # only variables the worker allows; their values are redacted wherever they would leave an activity
+            secrets.read_env(name, where, environ)
+        except secrets.EnvNotAllowed as err:
+            raise McpConfigError(str(err)) from None
         if name not in environ:
             raise McpConfigError(
                 f"{where} uses ${{{name}}}, which is not set in the worker's environment; "

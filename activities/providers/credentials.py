@@ -1,8 +1,8 @@
 """API keys, read from the worker's environment at the moment of the call.
 
 A key is never part of an agent spec, a workflow input or a result: the spec
-may only name the environment variable (`api_key_env`), so nothing Temporal
-records can leak it.
+may only name the environment variable (`api_key_env`), one the worker allows
+(`activities/secrets.py`), and the key is redacted from whatever leaves the activity.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from stalwart.activities import secrets
 from stalwart.activities.providers.base import ModelConfigError
 from stalwart.contracts.agent import AgentSpec
 
@@ -32,7 +33,10 @@ def api_key(agent: AgentSpec, default_env: str | None, environ: Mapping[str, str
     name = key_env(agent, default_env)
     if name is None:
         return LOCAL_PLACEHOLDER_KEY
-    value = environ.get(name, "").strip()
+    try:  # the worker reads only the variables it allows; what it reads is redacted wherever it would leave
+        value = (secrets.read_env(name, f"agent {agent.name!r}: `api_key_env`", environ) or "").strip()
+    except secrets.EnvNotAllowed as err:
+        raise ModelConfigError(str(err)) from None
     if not value:
         raise ModelConfigError(
             f"agent {agent.name!r} uses model {agent.model!r}, which needs an API key in the environment variable "

@@ -19,6 +19,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from stalwart.contracts.agent import MAX_SECONDS
 from stalwart.contracts.tools import ToolSpec
 
 
@@ -104,6 +105,16 @@ def tool(
     kind: str = "function",
 ) -> Any:
     """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`."""
+
+    for label, seconds in (
+        ("timeout_seconds", timeout_seconds),
+        ("heartbeat_timeout_seconds", heartbeat_timeout_seconds),
+    ):
+        if not (isinstance(seconds, int | float) and 0 < seconds <= MAX_SECONDS):  # also refuses nan and inf
+            raise ValueError(
+                f"@tool {label}={seconds!r}: give a number of seconds above 0 and at most {MAX_SECONDS:,} (10 years); "
+                "Temporal holds no longer timeout"
+            )
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")

@@ -83,6 +83,7 @@ async def test_cancelling_the_delegation_cancels_the_remote_task(a2a_server):
 
 async def test_the_bearer_token_is_read_from_the_workers_environment(a2a_server, monkeypatch):
     monkeypatch.setenv("PRIVATE_AGENT_TOKEN", "s3cret")
+    monkeypatch.setenv("STALWART_ALLOWED_ENV", "PRIVATE_AGENT_TOKEN")  # workers read only the variables they allow
     result = await ActivityEnvironment().run(
         a2a_delegate, delegate(a2a_server.url("private"), "hi", auth_token_env="PRIVATE_AGENT_TOKEN")
     )

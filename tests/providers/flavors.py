@@ -95,8 +95,8 @@ FLAVORS = [
     Flavor(
         "openai-compatible",
         "openai-compatible:llama3.1",
-        "LOCAL_LLM_KEY",
-        "LOCAL_LLM_KEY",
+        "STALWART_LOCAL_LLM_KEY",  # a worker lets agent files read STALWART_* (and the provider keys) only
+        "STALWART_LOCAL_LLM_KEY",
         lambda s: s.openai_base_url,
         _chat_results,
         _chat_texts,

@@ -59,7 +59,9 @@ async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await StalwartClient(time_skipping_env.client, task_queue=task_queue).start(agent, "go")
         result = await handle.result()
-    assert _tool_steps(result)[0].result == "s3cret"
+    # The demo's `header` tool answers with the header's value: the worker redacts it from the tool's result, as
+    # from everything an activity returns, so the model is told `[redacted]` (which proves the header was sent).
+    assert _tool_steps(result)[0].result == "[redacted]"
     # The worker fills the header in from its environment: everywhere the header is recorded (the run's
     # input, the inputs of its activities, the tool list describe_tools returned) holds only the template.
     template = {"X-Token": "${STALWART_TEST_MCP_TOKEN}"}
@@ -72,10 +74,9 @@ async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     }
-    # The demo's `header` tool answers with the header's value, so the model reads it as that call's result
-    # (the next model input carries it); no input that configures or calls the server holds it.
     configuring = [a for a in scheduled.values() if a.activity_type.name != MODEL_ACTIVITY]
     assert configuring and all(b"s3cret" not in p.data for a in configuring for p in a.input.payloads)
+    assert "s3cret" not in history.to_json()
     described = [
         DATA_CONVERTER.payload_converter.from_payloads(
             list(e.activity_task_completed_event_attributes.result.payloads), [DescribeToolsResult]

@@ -1,0 +1,66 @@
+"""Issue 10, defect 3: a key echoed back by a provider, whatever its shape, never leaves the worker.
+
+The key here looks like no known key format (no `sk-`, no `key-`), so only redaction of the value the worker
+actually holds can keep it out of the run's history, its result and the streamed answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+from flavors import Flavor, agent_for, start_run
+
+from stalwart.activities import secrets
+from stalwart.client.stream import AnswerDelta, stream_answer
+from stalwart.workers.worker import build_worker
+
+from wire_server.script import Broken, Fail, Reply
+
+
+def _plain_key() -> str:
+    return f"PLAINKEY{uuid.uuid4().hex.upper()}"
+
+
+@pytest.mark.parametrize("echo", ["error-event", "http-error", "answer"])
+async def test_secret_leak_a_provider_echoing_the_key_leaves_no_trace_in_history_or_result(
+    time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch, caplog, echo: str
+):
+    key = _plain_key()
+    monkeypatch.setenv(flavor.key_env, key)
+    said = f"Incorrect API key provided: {key}. You can find your API key at https://platform.example/keys."
+    step = {
+        # The in-stream error: `error` for Responses and Chat, an `error` event for Anthropic.
+        "error-event": Broken(Reply(text="Working on it"), events=2, kind="invalid_request_error", message=said),
+        "http-error": Fail(400, "invalid_request_error", said),
+        "answer": Reply(text=f"Your key is {key}, keep it safe."),
+    }[echo]
+    script = wire.script(step)
+    caplog.set_level(logging.DEBUG)
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Who am I?")
+        streamed = "".join([e.text async for e in stream_answer(handle, poll_interval=0.05) if isinstance(e, AnswerDelta)])
+        result = await handle.result()
+        history = (await handle.fetch_history()).to_json()
+    sent = script.requests[0].headers
+    assert key in (sent.get("authorization", "").removeprefix("Bearer "), sent.get("x-api-key")), "the key was used"
+    if echo == "answer":
+        assert result.stop_reason == "done" and secrets.REDACTED in result.answer
+    else:
+        assert result.stop_reason == "error" and secrets.REDACTED in (result.error or "")
+    assert key not in history
+    assert key not in result.model_dump_json()
+    assert key not in streamed
+    assert key not in caplog.text
+
+
+def test_secret_leak_a_key_split_across_stream_chunks_is_never_shown_in_part():
+    key = _plain_key()
+    secrets.remember(key)
+    text = f"the key is {key} ok"
+    for cut in range(len(text) + 1):
+        shown = secrets.redact(text[:cut], partial_tail=True)
+        assert not any(key[:n] in shown for n in range(3, len(key) + 1) if shown.endswith(key[:n])), (cut, shown)
+        assert key not in shown
+    assert secrets.redact(text, partial_tail=True) == "the key is [redacted] ok"
