@@ -43,8 +43,6 @@ def terminal_safe(out: TextIO) -> TextIO:
     return out if isinstance(out, TerminalSafe) else TerminalSafe(out)  # type: ignore[return-value]
 
 
-
-
 def _clip(text: str, width: int = _WIDTH) -> str:
     flat = escaped(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
