@@ -13,9 +13,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from stalwart.activities import pricing, protocols, providers
+from stalwart.activities import usage as token_usage
 from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.context_window import model_window
-from stalwart.activities.providers.base import ModelError
+from stalwart.activities.providers.base import ModelError, ModelGarbledError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import AnswerPublisher, keepalive
@@ -91,7 +92,7 @@ class ModelActivities:
             publisher.flush_if_shown_differs()
             return turn.model_copy(
                 update={
-                    "usage": pricing.with_cost(turn.usage, price),
+                    "usage": pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),
                     "transcript": transcript,
                     "context_ref": context_ref,
                 }
@@ -108,6 +109,11 @@ class ModelActivities:
                     non_retryable=True,
                     category=ApplicationErrorCategory.BENIGN,
                 ) from None
+            if isinstance(err, ModelGarbledError) and info.attempt >= err.MAX_ATTEMPTS:
+                # Junk that came back this often is not a blip: stop instead of retrying for minutes.
+                raise ApplicationError(
+                    f"{err} Gave up after {info.attempt} attempts.", type=type(err).__name__, non_retryable=True
+                ) from None  # the run's error is the innermost message: this one, with the attempts
             if err.retryable:
                 activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
             raise ApplicationError(

@@ -21,6 +21,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cached_tokens: int = 0
     cost_usd: float = 0.0
+    estimated: bool = False
+    """Some of these tokens are estimates (about 4 characters a token): the provider reported no usage for a call,
+    so a `max_tokens` or `max_cost_usd` budget was enforced on the estimate."""
 
     @property
     def total_tokens(self) -> int:
@@ -32,6 +35,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 10),
+            estimated=self.estimated or other.estimated,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -40,6 +44,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens - other.output_tokens,
             cached_tokens=self.cached_tokens - other.cached_tokens,
             cost_usd=round(self.cost_usd - other.cost_usd, 10),
+            estimated=self.estimated or other.estimated,
         )
 
 
@@ -121,3 +126,8 @@ class AssistantTurn(BaseModel):
     """The stored conversation after this call (a `TranscriptRef`), set by the model activity."""
     context_ref: str | None = None
     """The hash under which the model activity stored the agent and its tools."""
+    stop_reason: str | None = None
+    """Why the model stopped, in the provider's words (`stop`, `length`, `end_turn`, `max_tokens`,
+    `completed`, `incomplete: max_output_tokens` ...); None from providers that do not say."""
+    truncated: bool = False
+    """The answer was cut off by the output-token limit (`max_output_tokens`): it is not a finished answer."""

@@ -94,6 +94,8 @@ class StepRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     final: bool = False
     """Set on the assistant turn whose text is the run's answer."""
+    stop_reason: str | None = None
+    """For a model turn: why the model stopped, in the provider's words (`end_turn`, `length`, `max_tokens` ...)."""
 
     @property
     def finished(self) -> bool:

@@ -393,12 +393,16 @@ class AgentWorkflow:
                 if exhausted is not None:
                     return await self._stop_on_budget(exhausted)
                 turn = await self._model_turn(tools_enabled=bool(self._tools))
+                if turn.truncated:
+                    return self._stop_truncated(turn)
                 if turn.feedback is not None:
                     self._unsent.append(Message(role="user", content=turn.feedback))
                     continue
                 if turn.wants_final_answer:
                     self._unsent.append(Message(role="user", content=conversation.FINAL_RESPONSE_PROMPT))
                     turn = await self._model_turn(tools_enabled=False)
+                    if turn.truncated:
+                        return self._stop_truncated(turn)
                 if not turn.tool_calls and not self._queued:
                     self._answer = turn.text
                     self._steps[-1].final = True
@@ -407,6 +411,18 @@ class AgentWorkflow:
                     await self._run_tools(turn.tool_calls)
         except _ModelFailed:
             return "error"
+
+    def _stop_truncated(self, turn: AssistantTurn) -> StopReason:
+        """A reply cut off by the output-token limit is no answer: stop with `max_tokens`, as the Strands loop does,
+        saying why; the cut-off text stays in the step log and its tool calls (likely cut off too) are not run."""
+        limit = self._agent.max_output_tokens
+        self._error = (
+            f"the model's reply at step {self._step} was cut off by its output-token limit "
+            f"(stop reason {turn.stop_reason!r}; max_output_tokens = {limit if limit else 'the provider default'}), "
+            f"so the run stops instead of taking it as the answer. Raise `max_output_tokens` in the agent file, "
+            f"or ask for a shorter answer."
+        )
+        return "max_tokens"
 
     def _read_queued_messages(self) -> None:
         """Messages that arrived during the turn reach the model at its next step, in order."""
@@ -542,6 +558,7 @@ class AgentWorkflow:
                 raise _ModelFailed() from err
         record.content = turn.text
         record.usage = turn.usage
+        record.stop_reason = turn.stop_reason
         record.ended_at = workflow.now()
         self._budget.charge(turn.usage)
         self._usage = self._usage + turn.usage

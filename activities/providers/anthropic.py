@@ -15,6 +15,7 @@ from stalwart.activities.providers import errors, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
+from stalwart.activities.usage import unreported
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
@@ -96,10 +97,15 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     return "user", [{"type": "text", "text": message.content}] if message.content else []
 
 
+_CUT_OFF = ("max_tokens", "model_context_window_exceeded")
+"""Anthropic stop reasons of an answer cut off before the model finished it."""
+
+
 async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.Target) -> AssistantTurn:
     blocks: dict[int, dict[str, Any]] = {}
     json_parts: dict[int, list[str]] = {}
     usage = Usage()
+    stop: str | None = None
     async for event in events:
         observer.chunk()
         kind = event.type
@@ -116,8 +122,10 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
             _apply(blocks[event.index], json_parts, event.index, event.delta, observer)
         elif kind == "message_delta":
             usage = _usage(event.usage, usage)
+            stop = event.delta.stop_reason or stop
         elif kind == "message_stop":
-            return _turn([blocks[i] for i in sorted(blocks)], json_parts, sorted(blocks), usage, model)
+            turn = _turn([blocks[i] for i in sorted(blocks)], json_parts, sorted(blocks), unreported(usage), model)
+            return turn.model_copy(update={"stop_reason": stop, "truncated": stop in _CUT_OFF})
     raise errors.incomplete(target)
 
 

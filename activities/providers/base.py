@@ -57,3 +57,17 @@ class ModelUnavailableError(ModelError):
     """The provider may answer later (429, 5xx, overloaded, timeouts, connection errors)."""
 
     retryable = True
+
+
+class ModelGarbledError(ModelUnavailableError):
+    """The provider answered with something that is not its API's response (binary junk, invalid UTF-8, not JSON).
+
+    A proxy or load balancer in a bad state may heal, so it is retried, but briefly: `MAX_ATTEMPTS`
+    attempts `RETRY_DELAY_SECONDS` apart, then the run stops with what came back.
+    """
+
+    MAX_ATTEMPTS = 3
+    RETRY_DELAY_SECONDS = 1.0
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry_after=self.RETRY_DELAY_SECONDS)

@@ -11,6 +11,7 @@ under `[extra]`.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -44,10 +45,16 @@ class Endpoint:
 
 
 async def events_within(
-    open_stream: Callable[[], Awaitable[Any]], *, first_token_seconds: float, stall_seconds: float, what: str
+    open_stream: Callable[[], Awaitable[Any]],
+    *,
+    first_token_seconds: float,
+    stall_seconds: float,
+    what: str,
+    where: str | None = None,
 ) -> AsyncGenerator[Any, None]:
     """The events of a streamed response: the request and first event must arrive within `first_token_seconds`,
-    each later one within `stall_seconds` of the one before."""
+    each later one within `stall_seconds` of the one before. A response the SDK cannot decode raises
+    `ModelGarbledError` naming `where` (the provider and its URL), the status and what came back."""
     stream: Any = None
     try:
         try:
@@ -60,6 +67,9 @@ async def events_within(
                 f"{what} sent no first token within {first_token_seconds:g}s; the attempt is retried. If the model is "
                 f"just slow to start, raise `first_token_seconds` under [extra] in the agent file."
             ) from err
+        if event is _END and "event-stream" not in _content_type(stream):
+            # Not a stream at all (an HTML page, a JSON body): not the provider's API speaking.
+            raise errors.garbled(where or what, getattr(stream, "response", None), None)
         while event is not _END:
             yield event
             try:
@@ -70,12 +80,21 @@ async def events_within(
                     f"the stream from {what} went silent for {stall_seconds:g}s; the attempt is retried. If the model "
                     f"pauses longer mid-answer, raise `stall_seconds` under [extra] in the agent file."
                 ) from err
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        # The SDK could not decode what came back: binary junk, invalid UTF-8, an event that is not JSON.
+        raise errors.garbled(where or what, getattr(stream, "response", None), err) from None
     finally:
         if stream is not None:  # however the stream ends, even on its first event, its connection goes back to the pool
             await stream.close()
 
 
 _END = object()
+
+
+def _content_type(stream: Any) -> str:
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    return str(headers.get("content-type", "text/event-stream"))
 
 
 def first_token_seconds(extra: dict[str, object]) -> float:
@@ -117,6 +136,7 @@ async def streamed_turn(
             first_token_seconds=first_token_seconds(agent.extra),
             stall_seconds=stall_seconds(agent.extra),
             what=target.provider,
+            where=errors.where(target),
         )
         async with aclosing(events):
             return await fold(events, model, target)

@@ -16,7 +16,12 @@ import httpx
 import httpx2
 import openai
 
-from stalwart.activities.providers.base import ModelError, ModelRequestError, ModelUnavailableError
+from stalwart.activities.providers.base import (
+    ModelError,
+    ModelGarbledError,
+    ModelRequestError,
+    ModelUnavailableError,
+)
 from stalwart.activities.retry_after import retry_after_seconds
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
@@ -46,10 +51,10 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
     if isinstance(
         err, (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException)
     ):
-        return ModelUnavailableError(f"{_where(target)} timed out; the attempt is retried.")
+        return ModelUnavailableError(f"{where(target)} timed out; the attempt is retried.")
     if isinstance(err, (openai.APIConnectionError, anthropic.APIConnectionError)):
         return ModelUnavailableError(
-            f"cannot connect to {_where(target)} ({_redact(str(err.__cause__ or err), secret)}); "
+            f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); "
             "the attempt is retried."
         )
     if isinstance(err, (openai.APIError, anthropic.APIError)):
@@ -57,12 +62,12 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
         text = _redact(_message(err), secret)
         if kind is None or kind in _RETRYABLE_TYPES:
             return ModelUnavailableError(
-                f"{_where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried."
+                f"{where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried."
             )
-        return ModelRequestError(f"{_where(target)} refused the request ({kind}: {text}).")
+        return ModelRequestError(f"{where(target)} refused the request ({kind}: {text}).")
     if isinstance(err, httpx2.HTTPError):
         return ModelUnavailableError(
-            f"the stream from {_where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."
+            f"the stream from {where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."
         )
     return None
 
@@ -70,33 +75,68 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
 def incomplete(target: Target) -> ModelUnavailableError:
     """A stream that ended without its closing event: the turn is unusable and is generated again."""
     return ModelUnavailableError(
-        f"the stream from {_where(target)} ended before the response was complete; the attempt is retried."
+        f"the stream from {where(target)} ended before the response was complete; the attempt is retried."
     )
+
+
+SHOWN_BYTES = 80
+"""How much of a garbled body an error message shows."""
+
+
+def garbled(what: str, response: object | None, err: BaseException | None) -> ModelGarbledError:
+    """A response that is not the provider's API speaking: named by provider, status and content type, with the
+    start of what came back (escaped, shortened), so a wrong `base_url` or a broken proxy is plain to see."""
+    status = getattr(response, "status_code", None)
+    headers = getattr(response, "headers", None) or {}
+    content_type = headers.get("content-type") or "no content type"
+    answered = f"answered HTTP {status} ({content_type})" if status is not None else "answered"
+    if isinstance(err, UnicodeDecodeError):
+        problem = "a body that is not UTF-8 text"
+        sample: bytes | str | None = err.object[: SHOWN_BYTES] if isinstance(err.object, bytes) else None
+    elif isinstance(err, ValueError) and hasattr(err, "doc"):  # json.JSONDecodeError
+        problem = "an event that is not JSON"
+        sample = str(getattr(err, "doc", ""))[:SHOWN_BYTES]
+    else:
+        problem = "no server-sent events at all"
+        sample = None
+    came_back = f": {shorten(sample)}" if sample else ""
+    return ModelGarbledError(
+        f"{what} {answered} with {problem}{came_back}. This is not the provider's API answering (check `base_url` "
+        f"in the agent file, and any proxy between the worker and the provider), or the response was corrupted in "
+        f"transit."
+    )
+
+
+def shorten(value: bytes | str, limit: int = SHOWN_BYTES) -> str:
+    """`value` as printable text: escapes for bytes that are not printable UTF-8, cut at `limit` characters."""
+    text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
+    text = "".join(c if c.isprintable() and c != "\ufffd" else c.encode("unicode_escape").decode() for c in text)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _from_status(
     status: int, headers: Mapping[str, str], message: str, kind: str | None, target: Target, secret: str | None
 ) -> ModelError:
-    text = _redact(message, secret)
-    where = _where(target)
+    text = shorten(_redact(message, secret), 300)
+    place = where(target)
     if status in _RETRYABLE_STATUS or (kind in _RETRYABLE_TYPES and status >= 500) or kind == "overloaded_error":
         retry_after = retry_after_seconds(headers)
         wait = f" after the {retry_after:g}s it asked for" if retry_after else " with backoff"
-        return ModelUnavailableError(f"{where} answered {status} ({text}); retrying{wait}.", retry_after=retry_after)
+        return ModelUnavailableError(f"{place} answered {status} ({text}); retrying{wait}.", retry_after=retry_after)
     if status == 401:
         key = f"`{target.key_env}`" if target.key_env else "the API key"
         return ModelRequestError(
-            f"{where} rejected the API key (401 Unauthorized: {text}). Put a valid key in {key} in the worker's "
+            f"{place} rejected the API key (401 Unauthorized: {text}). Put a valid key in {key} in the worker's "
             f"environment and restart the worker."
         )
     if status == 403:
         return ModelRequestError(
-            f"{where} denied access to model {target.model!r} (403 Forbidden: {text}). Use a key whose project or "
+            f"{place} denied access to model {target.model!r} (403 Forbidden: {text}). Use a key whose project or "
             f"workspace may use this model, or choose another model in the agent file."
         )
     if status == 404:
         return ModelRequestError(
-            f"{where} does not know model {target.model!r} or the endpoint (404 Not Found: {text}). Check the model "
+            f"{place} does not know model {target.model!r} or the endpoint (404 Not Found: {text}). Check the model "
             f"name after the provider prefix in the agent file" + (" and its `base_url`." if target.base_url else ".")
         )
     if _CONTEXT_LENGTH.search(message) or kind == "context_length_exceeded":
@@ -106,12 +146,13 @@ def _from_status(
             f"`history_limit` in the agent file, shorten tool results, or choose a model with a longer context."
         )
     return ModelRequestError(
-        f"{where} rejected the request ({status}: {text}). Check the agent's model settings (model, temperature, "
+        f"{place} rejected the request ({status}: {text}). Check the agent's model settings (model, temperature, "
         f"max_output_tokens) and tool schemas."
     )
 
 
-def _where(target: Target) -> str:
+def where(target: Target) -> str:
+    """The provider, and its URL when the agent set one: what error messages name."""
     return f"{target.provider} ({target.base_url})" if target.base_url else target.provider
 
 

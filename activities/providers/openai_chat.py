@@ -18,6 +18,7 @@ from stalwart.activities.providers import errors, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
+from stalwart.activities.usage import unreported
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
@@ -99,8 +100,8 @@ def _chat_message(message: Message) -> list[dict[str, Any]]:
 async def _fold(events: Any, observer: TurnObserver, step: int, model: str, target: errors.Target) -> AssistantTurn:
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
-    usage = Usage()
-    finished = False
+    usage: Usage | None = None
+    finish: str | None = None
     async for chunk in events:
         observer.chunk()
         if chunk.usage is not None:
@@ -124,10 +125,11 @@ async def _fold(events: Any, observer: TurnObserver, step: int, model: str, targ
                 text.append(delta.content)
                 observer.text(delta.content)
             if choice.finish_reason is not None:
-                finished = True
-    if not finished:
+                finish = choice.finish_reason
+    if finish is None:
         raise errors.incomplete(target)
-    return _turn("".join(text), calls, usage, step, model)
+    turn = _turn("".join(text), calls, unreported(usage), step, model)
+    return turn.model_copy(update={"stop_reason": finish, "truncated": finish == "length"})
 
 
 def _turn(text: str, calls: dict[int, dict[str, Any]], usage: Usage, step: int, model: str) -> AssistantTurn:

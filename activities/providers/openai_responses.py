@@ -16,6 +16,7 @@ from stalwart.activities.providers import errors, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
+from stalwart.activities.usage import unreported
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
@@ -142,7 +143,7 @@ def _turn(response: Any, model: str) -> AssistantTurn:
         elif item.type == "function_call":
             arguments, problem = tool_arguments.parse(item.arguments)
             calls.append(ToolCall(id=item.call_id, name=item.name, arguments=arguments, arguments_error=problem))
-    usage = Usage()
+    usage: Usage | None = None
     if response.usage is not None:
         details = response.usage.input_tokens_details
         usage = Usage(
@@ -150,7 +151,17 @@ def _turn(response: Any, model: str) -> AssistantTurn:
             output_tokens=response.usage.output_tokens,
             cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
         )
+    stop = str(response.status or "")
+    incomplete = response.incomplete_details
+    if stop == "incomplete" and incomplete is not None and incomplete.reason:
+        stop = f"incomplete: {incomplete.reason}"
     plain = all(item["type"] in _REBUILT for item in raw)
     return AssistantTurn(
-        text="".join(text), tool_calls=calls, usage=usage, model=model, provider_raw=None if plain else {RAW_KEY: raw}
+        text="".join(text),
+        tool_calls=calls,
+        usage=unreported(usage),
+        model=model,
+        provider_raw=None if plain else {RAW_KEY: raw},
+        stop_reason=stop or None,
+        truncated=stop == "incomplete: max_output_tokens",
     )

@@ -59,19 +59,20 @@ def chat_stream(reply: Reply, model: str) -> list[bytes]:
             chunk({"tool_calls": [{"index": i, "function": {"arguments": text[j : j + 8]}}]})
             for j in range(0, len(text), 8)
         ]
-    out.append(chunk({}, "tool_calls" if reply.calls else "stop"))
-    out.append(
-        sse(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": model,
-                "choices": [],
-                "usage": _chat_usage(reply),
-            }
+    out.append(chunk({}, "length" if reply.truncated else "tool_calls" if reply.calls else "stop"))
+    if reply.usage:
+        out.append(
+            sse(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [],
+                    "usage": _chat_usage(reply),
+                }
+            )
         )
-    )
     out.append(sse("[DONE]"))
     return out
 
@@ -149,7 +150,12 @@ def responses_stream(reply: Reply, model: str) -> list[bytes]:
         done = {**item, "arguments": text, "status": "completed"}
         emit("response.output_item.done", output_index=index, item=done)
         items.append(done)
-    emit("response.completed", response=_response(model, items, "completed", reply))
+    if reply.truncated:
+        response = _response(model, items, "incomplete", reply)
+        response["incomplete_details"] = {"reason": "max_output_tokens"}
+        emit("response.incomplete", response=response)
+    else:
+        emit("response.completed", response=_response(model, items, "completed", reply))
     return out
 
 
@@ -174,7 +180,7 @@ def _message_item(text: str) -> dict[str, Any]:
 
 def _response(model: str, output: list[dict[str, Any]], status: str, reply: Reply | None) -> dict[str, Any]:
     usage = None
-    if reply is not None:
+    if reply is not None and reply.usage:
         usage = {
             "input_tokens": reply.input_tokens,
             "output_tokens": reply.output_tokens,
@@ -246,14 +252,19 @@ def anthropic_stream(reply: Reply, model: str) -> list[bytes]:
         index += 1
     emit(
         "message_delta",
-        delta={"stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None},
-        usage={"output_tokens": reply.output_tokens},
+        delta={
+            "stop_reason": "max_tokens" if reply.truncated else "tool_use" if reply.calls else "end_turn",
+            "stop_sequence": None,
+        },
+        usage={"output_tokens": reply.output_tokens if reply.usage else 0},
     )
     emit("message_stop")
     return out
 
 
 def _anthropic_usage(reply: Reply, output: int) -> dict[str, Any]:
+    if not reply.usage:  # the Messages schema requires the fields: a server that counts nothing sends zeros
+        return {"input_tokens": 0, "output_tokens": 0}
     return {
         "input_tokens": reply.input_tokens - reply.cached_tokens,
         "cache_read_input_tokens": reply.cached_tokens,

@@ -32,6 +32,10 @@ class Reply:
     pause: float = 0.0
     thinking: str = ""
     """Reasoning sent before the text: an Anthropic thinking block (signed), a Responses reasoning item."""
+    truncated: bool = False
+    """End as cut off by the output-token limit: `length`, `max_tokens`, or status `incomplete`."""
+    usage: bool = True
+    """Report usage at all (some OpenAI-compatible servers send none)."""
 
 
 @dataclass(frozen=True)
@@ -81,4 +85,13 @@ class Broken:
     message: str
 
 
-Step = Reply | Fail | Stall | Cut | Freeze | Broken
+@dataclass(frozen=True)
+class Garbage:
+    """Answer `status` with `body` as it is (binary junk, invalid UTF-8) under `content_type`."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+Step = Reply | Fail | Stall | Cut | Freeze | Broken | Garbage

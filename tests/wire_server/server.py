@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import formats
-from .script import Broken, Cut, Fail, Freeze, Reply, Stall, Step
+from .script import Broken, Cut, Fail, Freeze, Garbage, Reply, Stall, Step
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ _REASONS = {
     404: "Not Found",
     429: "Too Many Requests",
     500: "Internal Server Error",
+    502: "Bad Gateway",
     503: "Service Unavailable",
     529: "Overloaded",
 }
@@ -54,6 +55,8 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    first_event_at: float | None = None
+    """When the first event of a streamed reply was written (`time.monotonic()`), for latency measurements."""
 
 
 @dataclass
@@ -126,6 +129,8 @@ class WireServer:
         if isinstance(step, Fail):
             extra = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
             await _json(writer, step.status, error(step.kind, step.message), extra)
+        elif isinstance(step, Garbage):
+            await _raw(writer, step.status, step.body, step.content_type)
         elif isinstance(step, Stall) and step.then is None:
             await _start_sse(writer)
             await _silence(reader, step.seconds)
@@ -145,6 +150,8 @@ class WireServer:
                 if isinstance(step, Freeze) and n == step.events:
                     await _silence(reader, step.seconds)
                     return
+                if recorded.first_event_at is None:
+                    recorded.first_event_at = time.monotonic()
                 writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                 await writer.drain()
                 if reply.pause:
@@ -165,6 +172,17 @@ async def _json(
     ]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+    await writer.drain()
+
+
+async def _raw(writer: asyncio.StreamWriter, status: int, body: bytes, content_type: str) -> None:
+    head = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        f"content-type: {content_type}",
+        f"content-length: {len(body)}",
+        "connection: close",
+    ]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
     await writer.drain()
 
 

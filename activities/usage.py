@@ -1,0 +1,63 @@
+"""Token usage as a budget can trust it: never negative, and estimated when the provider reported none.
+
+A provider (most often an OpenAI-compatible server) may send no usage at all, or zeros, or nonsense
+such as negative counts. Trusted blindly, missing usage lets a `max_tokens` budget never fire and
+negative usage lowers the run's totals. So a negative count is replaced by an estimate, a missing one
+is estimated (about `CHARS_PER_TOKEN` characters a token, from what was sent and what came back),
+and the usage says so (`Usage.estimated`), which the run's result and `stalwart show` report.
+"""
+
+from __future__ import annotations
+
+import json
+
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.messages import AssistantTurn, Usage
+
+CHARS_PER_TOKEN = 4
+
+
+def unreported(usage: Usage | None) -> Usage:
+    """What a provider builds its turn with: the usage it reported, or a marker that it reported none
+    (no usage at all, or zero tokens both ways, which no real model call costs)."""
+    if usage is None or (usage.input_tokens == 0 and usage.output_tokens == 0):
+        return Usage(estimated=True)
+    return usage
+
+
+def settle(usage: Usage, context: ModelContext, turn: AssistantTurn) -> Usage:
+    """`usage` with negative counts clamped to estimates and unreported ones estimated; `estimated` says if any was."""
+    missing = usage.estimated
+    input_tokens, output_tokens, estimated = usage.input_tokens, usage.output_tokens, False
+    if missing or input_tokens < 0:
+        input_tokens, estimated = estimate_input(context), True
+    if missing or output_tokens < 0:
+        output_tokens, estimated = estimate_output(turn), True
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=min(max(usage.cached_tokens, 0), input_tokens),
+        cost_usd=max(usage.cost_usd, 0.0),
+        estimated=estimated,
+    )
+
+
+def estimate_input(context: ModelContext) -> int:
+    """About how many tokens the request carried: instructions, tool schemas and the conversation."""
+    chars = len(context.agent.instructions)
+    chars += sum(len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters)) for tool in context.tools)
+    for message in context.messages:
+        chars += len(message.content)
+        chars += sum(len(call.name) + len(json.dumps(call.arguments)) for call in message.tool_calls)
+        chars += sum(len(result.content) for result in message.tool_results)
+    return _tokens(chars)
+
+
+def estimate_output(turn: AssistantTurn) -> int:
+    """About how many tokens the model wrote: its text and its tool calls."""
+    chars = len(turn.text) + sum(len(call.name) + len(json.dumps(call.arguments)) for call in turn.tool_calls)
+    return _tokens(chars)
+
+
+def _tokens(chars: int) -> int:
+    return max(1, -(-chars // CHARS_PER_TOKEN))
