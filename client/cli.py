@@ -265,6 +265,27 @@ def _parser() -> argparse.ArgumentParser:
     _dev_options(dev)
     _worker_options(dev)
 
+    codec = command(
+        "codec-server",
+        _codec_server,
+        "Serve the Temporal Web UI's remote codec: decrypts payloads for allowed web origins (and the temporal CLI).",
+        epilog=(
+            "Needs the workers' STALWART_ENCRYPTION_KEYS (or STALWART_ENCRYPTION_KEY_FILE) and, to show payloads kept\n"
+            "in external storage, their STALWART_STORAGE. Set STALWART_CODEC_TOKEN to require\n"
+            "`Authorization: Bearer <token>` on every request. `stalwart dev` starts one itself when keys are set."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    codec.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    codec.add_argument("--port", type=int, default=8234, help="port to listen on (default: 8234)")
+    codec.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        help="web origin allowed to call, e.g. https://temporal.example.com (repeatable; default: "
+        "$STALWART_CODEC_ORIGINS, comma-separated, or http://localhost:8233 and http://127.0.0.1:8233)",
+    )
+
     show = command("show", _show, "Print the step log of a run or session, running or finished.")
     show.add_argument("run_id", metavar="ID")
     show.add_argument("--events", action="store_true", help="print the KAOS-style event list instead")
@@ -426,6 +447,12 @@ def _dev_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=7233, help="dev server frontend port (default: 7233)")
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port (default: 8233)")
     parser.add_argument(
+        "--codec-port",
+        type=int,
+        default=8234,
+        help="with STALWART_ENCRYPTION_KEYS set: port of the codec server the Web UI decrypts through (default: 8234)",
+    )
+    parser.add_argument(
         "--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its SQLite file"
     )
 
@@ -500,13 +527,16 @@ async def _print_live(handle: RunHandle) -> None:
     """Print each step as it finishes and the answer's words as the model writes them, in one readable stream."""
     import asyncio
 
-    from stalwart.client.stream import AnswerDelta
+    from stalwart.client.stream import AnswerDelta, Progress
 
     line = render.LiveLine(sys.stdout)
 
     async def steps() -> None:
-        async for step in handle.watch(poll_interval=0.1):
-            line.step(step)
+        async for step in handle.watch(poll_interval=0.1, progress=True):
+            if isinstance(step, Progress):
+                line.progress(step.block)
+            else:
+                line.step(step)
 
     async def answer() -> None:
         async for event in handle.stream():
@@ -984,6 +1014,12 @@ async def _dev(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _codec_server(args: argparse.Namespace) -> int:
+    from stalwart.client.codec_server import serve
+
+    return await serve(args)
+
+
 async def _show(args: argparse.Namespace) -> int:
     handle = (await _client(args)).get(args.run_id)
     if args.events:
@@ -1044,8 +1080,9 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
 
     registry = default_registry(args.tools)
     server = DevServer(port=args.port, ui_port=args.ui_port, db_file=args.data_dir / "temporal.db")
+    codec = _dev_codec_server(args, server)
     print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
-    async with server:
+    async with codec, server:
         temporal = await connect(server.address)
         # `stalwart run` in another shell prints links to this server's UI, on whatever --ui-port it has.
         record_dev_ui_url(server.address, server.ui_url)
@@ -1054,6 +1091,23 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
                 yield temporal, server.ui_url
         finally:
             record_dev_ui_url(server.address, None)
+
+
+def _dev_codec_server(args: argparse.Namespace, server: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """With encryption keys set, a codec server for the dev server's Web UI, which is pointed at it."""
+    from stalwart.activities.storage.encryption import Keyring
+
+    if Keyring.from_env() is None or not server.ui_port:
+        return contextlib.nullcontext()
+    from stalwart.client.codec_server import running, service_from_env
+
+    origins = [f"http://localhost:{server.ui_port}", f"http://127.0.0.1:{server.ui_port}"]
+    server.extra_args += ["--ui-codec-endpoint", f"http://localhost:{args.codec_port}"]
+    print(
+        f"payloads are encrypted; the Web UI decrypts them through the codec server on port {args.codec_port}",
+        file=sys.stderr,
+    )
+    return running(service_from_env(origins), port=args.codec_port)
 
 
 async def _warn_without_workers(temporal: Client, task_queue: str, *, waiting: str = "the run") -> None:
