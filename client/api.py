@@ -26,7 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.agent_files import load_agent
 from stalwart.client.connection import connect, dev_ui_url
-from stalwart.client.stream import StreamEvent, stream_answer
+from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
@@ -94,6 +94,7 @@ class RunHandle:
         self._namespace = client.namespace
         self._one_query = asyncio.Lock()
         self._archived: dict[str, builtins.list[StepRecord]] = {}  # archives never change: read each once
+        self._max_steps: int | None = None
 
     async def _query(self, name: str, result_type: Any) -> Any:
         """Ask the running workflow, one query at a time.
@@ -144,11 +145,21 @@ class RunHandle:
             state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
         return state
 
-    async def events(self) -> list[RunEvent]:
-        """The run in the KAOS memory-event vocabulary (docs/concepts.md), across the whole chain."""
+    async def events(self, *, progress: bool = False) -> list[RunEvent]:
+        """The run in the KAOS memory-event vocabulary (docs/concepts.md), across the whole chain.
+
+        With `progress`, each action is announced first by a `progress` event holding seed 000's progress block.
+        """
         from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
 
-        return events((await self.state()).steps)
+        steps = (await self.state()).steps
+        return events(steps, max_steps=await self.max_steps() if progress else None)
+
+    async def max_steps(self) -> int:
+        """The agent's `max_steps`, as the run was started with it (read from history once)."""
+        if self._max_steps is None:
+            self._max_steps = (await self.run_input()).agent.budgets.max_steps
+        return self._max_steps
 
     async def _closed_state(self) -> RunState | None:
         """A closed run's state, from its history alone (input and result), so no worker is needed to answer."""
@@ -227,14 +238,30 @@ class RunHandle:
         """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
         await self._handle.cancel()
 
-    def stream(self, poll_interval: float = 0.1) -> AsyncIterator[StreamEvent]:
-        """The final answer's text as the model generates it, until the run ends (see `client.stream`)."""
-        return stream_answer(
-            self._handle, poll_interval=poll_interval, live_state=lambda: self._query("state", RunState)
-        )
+    async def stream(self, poll_interval: float = 0.1, *, progress: bool = False) -> AsyncIterator[StreamEvent]:
+        """The final answer's text as the model generates it, until the run ends (see `client.stream`).
 
-    async def watch(self, poll_interval: float = 0.2) -> AsyncIterator[StepRecord]:
-        """Yield each step once it has finished, in log order, until the run ends."""
+        With `progress`, a `Progress` (seed 000's progress block) comes before each action too.
+        """
+        events = stream_answer(
+            self._handle,
+            poll_interval=poll_interval,
+            live_state=lambda: self._query("state", RunState),
+            progress_max_steps=await self.max_steps() if progress else None,
+        )
+        async for event in events:
+            yield event
+
+    async def watch(
+        self, poll_interval: float = 0.2, *, progress: bool = False
+    ) -> AsyncIterator[StepRecord | Progress]:
+        """Yield each step once it has finished, in log order, until the run ends.
+
+        With `progress`, each action (a tool call or a delegation) is announced by a `Progress`, seed 000's
+        progress block, as soon as it starts: before its step, which comes once the action has finished.
+        """
+        max_steps = await self.max_steps() if progress else None
+        announced: set[tuple[int, str | None, str]] = set()
         seen = 0
         while True:
             state = await self.state()
@@ -243,8 +270,14 @@ class RunHandle:
                 if step.ended_at is None:
                     break
                 finished += 1
-            for step in state.steps[seen:finished]:
-                yield step
+            for index, step in enumerate(state.steps[seen:], start=seen):
+                if max_steps is not None and step.role == "tool":
+                    announcement = Progress.of(step, max_steps)
+                    if announcement.key not in announced:
+                        announced.add(announcement.key)
+                        yield announcement
+                if index < finished:
+                    yield step
             seen = max(seen, finished)
             if state.status in _CLOSED_STATUSES:
                 return

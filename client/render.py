@@ -98,6 +98,11 @@ class LiveLine:
             self.out.write("  (withdrawn: the model went on to call tools)")
         self.close()
 
+    def progress(self, block: dict[str, object]) -> None:
+        """Seed 000's progress block, before the action it announces: `[1] progress {"type": "progress", ...}`."""
+        self.close()
+        print(f"[{block['step']}] progress {json.dumps(block)}", file=self.out, flush=True)
+
     def step(self, record: StepRecord) -> None:
         self.close()
         if record.role == "assistant":

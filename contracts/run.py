@@ -164,11 +164,17 @@ EventType = Literal[
     "delegation_error",
     "agent_response",
     "error",
+    "progress",
 ]
+"""The KAOS memory events (seed 000), and `progress`: the block announcing an action before it runs."""
 
 
 class RunEvent(BaseModel):
-    """The run's audit trail in the KAOS memory-event vocabulary."""
+    """The run's audit trail in the KAOS memory-event vocabulary.
+
+    `event_id` names the event by its place in the run's step log, so it stays the same however often
+    the log is read: a consumer that sees an event twice can tell.
+    """
 
     event_id: str
     timestamp: datetime

@@ -208,7 +208,7 @@ class AgentWorkflow:
     @workflow.query
     def events(self) -> list[RunEvent]:
         """The run so far in the KAOS memory-event vocabulary (docs/concepts.md)."""
-        return conversation.events(self._steps)
+        return conversation.events(self._steps, first_index=sum(archive.count for archive in self._archives))
 
     @workflow.update
     def approve(self, decision: ApprovalDecision) -> str:
@@ -392,7 +392,9 @@ class AgentWorkflow:
                 exhausted = budget.exhausted()
                 if exhausted is not None:
                     return await self._stop_on_budget(exhausted)
-                turn = await self._model_turn(tools_enabled=bool(self._tools))
+                # Tools on even when the agent has none: a text protocol still reads the reply for an action
+                # (seed 000: no action, then one more call for the final response); providers offer no tools.
+                turn = await self._model_turn(tools_enabled=True)
                 if turn.truncated:
                     return self._stop_truncated(turn)
                 if turn.feedback is not None:

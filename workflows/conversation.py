@@ -42,15 +42,33 @@ def prune(messages: list[Message], limit: int | None) -> list[Message]:
     return [messages[0], *tail]
 
 
-def events(steps: list[StepRecord]) -> list[RunEvent]:
-    """The step log in the KAOS memory-event vocabulary (`user_message`, `tool_call`, ...)."""
+def progress_block(step: StepRecord, max_steps: int) -> dict[str, object]:
+    """Seed 000's block before an action: `{"type": "progress", "step": i, "max_steps": N, "action": "tool_call" |
+    "delegate", "target": name}`; `step` is the model call that asked for the action."""
+    return {
+        "type": "progress",
+        "step": step.step,
+        "max_steps": max_steps,
+        "action": "delegate" if step.tool_kind == "agent" else "tool_call",
+        "target": step.tool_name,
+    }
+
+
+def events(steps: list[StepRecord], *, max_steps: int | None = None, first_index: int = 0) -> list[RunEvent]:
+    """The step log in the KAOS memory-event vocabulary (`user_message`, `tool_call`, ...).
+
+    With `max_steps`, each action is announced by a `progress` event first (its content the seed's progress
+    block). Event ids are `evt-<record>-<type>`, `<record>` counting the log's records from `first_index` + 1
+    (the records of earlier runs of a continue-as-new chain), so an event keeps its id as the run goes on.
+    """
     out: list[RunEvent] = []
+    index = first_index
 
     def add(step: StepRecord, event_type: str, content: object, **metadata: object) -> None:
-        requested = event_type in ("tool_call", "delegation_request")
+        requested = event_type in ("tool_call", "delegation_request", "progress")
         out.append(
             RunEvent(
-                event_id=f"evt-{len(out) + 1}",
+                event_id=f"evt-{index}-{event_type}",
                 timestamp=step.started_at if requested else (step.ended_at or step.started_at),
                 event_type=event_type,
                 content=content,
@@ -59,6 +77,9 @@ def events(steps: list[StepRecord]) -> list[RunEvent]:
         )
 
     for step in steps:
+        index += 1
+        if max_steps is not None and step.role == "tool":
+            add(step, "progress", progress_block(step, max_steps), tool_call_id=step.tool_call_id)
         if step.role == "user":
             add(step, "user_message", step.content)
         elif step.role == "tool" and step.tool_kind == "agent":

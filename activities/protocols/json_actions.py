@@ -1,9 +1,11 @@
 """The KAOS two-phase JSON action protocol (seed 000): `{"tool": ...}` to act, `{}` when done.
 
-Parsing follows the seed: the whole reply as JSON, else the first balanced
-`{...}` in the text that parses; nothing found means "no action". A reply
-that plainly tries to call a tool but is not valid JSON is answered with a
-note to the model instead of being taken for "no action".
+Parsing follows the seed's source: the whole reply as JSON, else the first
+balanced `{...}` in the text that parses; nothing found means "no action", so
+a reply whose JSON does not parse moves on to the final response, as in the
+seed. An object that names a tool or an agent but is malformed (a "tool" that
+is not a name, an unknown agent, a missing task) is answered with a note to
+the model: the seed would fail that action, and its failure is fed back too.
 """
 
 from __future__ import annotations
@@ -72,10 +74,6 @@ def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
     (`{}` or no action), or a correction."""
     action = parse_action(content)
     if action is None:
-        if '"tool"' in content:
-            return Reading(feedback=f"Your reply looks like a tool call but is not valid JSON. {REMINDER}")
-        if '"agent"' in content and agents:
-            return Reading(feedback=f"Your reply looks like a delegation but is not valid JSON. {AGENT_REMINDER}")
         return Reading(wants_final_answer=True)
     if "tool" in action:
         return tool_call(action, step, 1, REMINDER)

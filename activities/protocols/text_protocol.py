@@ -32,14 +32,23 @@ class TextProtocol:
         prompt: Callable[[str, list[ToolSpec]], str],
         reader: Callable[[str, int, frozenset[str]], Reading],
         gate: Callable[[TurnObserver], Gate],
+        *,
+        two_phase: bool = False,
     ) -> None:
         self.inner = inner
         self._prompt = prompt
         self._reader = reader
         self._gate = gate
+        self.two_phase = two_phase
+        """Every reply with tools on is an action, even with no tools to offer (seed 000: `{}` or no action
+        asks for the final response in one more call)."""
+
+    def acts(self, context: ModelContext) -> bool:
+        """Whether this call's reply is read for actions (else it is the answer)."""
+        return context.tools_enabled and (self.two_phase or bool(context.tools))
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        acting = context.tools_enabled and bool(context.tools)
+        acting = self.acts(context)
         gate = self._gate(observer) if acting else Passthrough(observer)
         turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt), gate)
         if not acting:
@@ -152,7 +161,7 @@ class BeforeFence(Gate):
 
 
 def json_protocol(inner: StreamingModelProvider) -> TextProtocol:
-    return TextProtocol(inner, json_system_prompt, json_actions.read, Muted)
+    return TextProtocol(inner, json_system_prompt, json_actions.read, Muted, two_phase=True)
 
 
 def fenced_protocol(inner: StreamingModelProvider) -> TextProtocol:

@@ -35,7 +35,7 @@ from stalwart.activities.providers.calling import Endpoint
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.providers.openai_chat import OpenAIChatProvider
 from stalwart.activities.providers.openai_responses import OpenAIResponsesProvider
-from stalwart.activities.providers.scripted import ScriptedProvider
+from stalwart.activities.providers.scripted import ScriptedProvider, speaks_mock_actions
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.model_choice import AUTO, ModelChoice, choose_model
 
@@ -66,10 +66,13 @@ PROVIDERS: dict[str, ProviderFactory] = {
 
 
 def effective(agent: AgentSpec) -> AgentSpec:
-    """The agent with `auto` replaced by the model this worker's keys allow."""
-    if agent.model != AUTO:
-        return agent
-    return agent.model_copy(update={"model": choose_model(agent).model})
+    """The agent with `auto` replaced by the model this worker's keys allow, speaking the KAOS JSON actions
+    when its replies come from `DEBUG_MOCK_RESPONSES` (see `scripted.speaks_mock_actions`)."""
+    if agent.model == AUTO:
+        agent = agent.model_copy(update={"model": choose_model(agent).model})
+    if speaks_mock_actions(agent):
+        agent = agent.model_copy(update={"action_format": "json"})
+    return agent
 
 
 def resolve(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:
