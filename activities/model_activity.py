@@ -81,14 +81,18 @@ class ModelActivities:
             messages=model_window(messages, agent),
             tools_enabled=request.tools_enabled,
         )
-        publisher = AnswerPublisher(request.step, activity.heartbeat)
         try:
             price = pricing.price_for(context.agent)
             provider = protocols.wrap(
                 as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format
             )
+            publisher = AnswerPublisher(request.step, activity.heartbeat, hold=protocols.may_act(provider, context))
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
+            if turn.tool_calls or turn.wants_final_answer or turn.feedback is not None:
+                publisher.tool_call()
+            else:
+                publisher.release()
             publisher.flush_if_shown_differs()
             return turn.model_copy(
                 update={

@@ -35,9 +35,10 @@ class TurnObserver(Protocol):
     def tool_call(self) -> None:
         """The turn calls a tool: its text is not the final answer.
 
-        The observer enforces what follows, so providers need not: text shown
-        so far is retracted and text reported after this is ignored. Calling
-        it again (say, once per streamed argument chunk) changes nothing.
+        The observer enforces what follows, so providers need not: text held
+        so far is dropped (or, for a turn that could not call tools, retracted)
+        and text reported after this is ignored. Calling it again (say, once per
+        streamed argument chunk) changes nothing.
         """
 
     def chunk(self) -> None:
@@ -45,16 +46,28 @@ class TurnObserver(Protocol):
 
 
 class AnswerPublisher:
-    """Publishes the text of a turn while it may still be the final answer; retracts it once a tool is called."""
+    """Publishes the text of a turn that is known to be the final answer, as it is generated.
 
-    def __init__(self, step: int, publish: Callable[[StreamProgress], None]) -> None:
+    A turn that may still call tools (`hold`) is buffered whole, as Prompty §9.3 buffers tool-calling
+    iterations: its text is published only once the turn has ended without calling one (`release`),
+    so text from an iteration that goes on to call tools never reaches a client. A turn that cannot call
+    tools (tools off: seed 000's phase 2, the finalize call, an agent without tools) streams at once.
+    """
+
+    def __init__(self, step: int, publish: Callable[[StreamProgress], None], *, hold: bool = False) -> None:
         self._progress = StreamProgress(step=step)
         self._publish = publish
         self._published_at = 0.0
         self._shown = ""
+        self._hold = hold
+        self._held = ""
 
     def text(self, delta: str) -> None:
         if self._progress.retracted or not delta:
+            return
+        if self._hold:
+            self._held += delta
+            self.chunk()  # keeps the activity alive; publishes nothing new
             return
         self._progress = self._progress.model_copy(update={"text": self._progress.text + delta})
         self.chunk()
@@ -62,8 +75,19 @@ class AnswerPublisher:
     def tool_call(self) -> None:
         if self._progress.retracted:
             return
+        if self._hold:  # nothing of this turn was published: drop it without a retraction
+            self._held = ""
+            self._progress = self._progress.model_copy(update={"retracted": True})
+            return
         self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
         self.flush_if_shown_differs()
+
+    def release(self) -> None:
+        """The turn ended without calling a tool: what was held is the answer, published now."""
+        if not self._hold:
+            return
+        held, self._hold, self._held = self._held, False, ""
+        self.text(held)
 
     def chunk(self) -> None:
         """Publish, at most every PUBLISH_EVERY_SECONDS (the keepalive sends the latest in between)."""

@@ -4,9 +4,10 @@ The model activity publishes the answer text so far as its heartbeat details
 (`contracts/stream.py`); this reads them with DescribeWorkflowExecution, which
 adds nothing to the run's history. What a retried attempt generates again is
 not yielded again: text is compared with what was already yielded for the
-step, and only what is new comes out. When a turn turns out to call tools, or
-a retry writes something different, an `AnswerRetracted` withdraws the text
-that was shown.
+step, and only what is new comes out. Text of a turn that may call tools is
+buffered on the worker until the turn proves final (Prompty §9.3), so no text
+of an iteration that calls tools ever arrives here; when a retried attempt
+writes something different, an `AnswerRetracted` withdraws the text that was shown.
 
 The concatenation of the deltas (minus retracted text) is the run's answer
 when it ends `done`.

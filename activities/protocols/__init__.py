@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stalwart.activities.protocols.text_protocol import TextProtocol, fenced_protocol, json_protocol
 from stalwart.activities.providers.base import StreamingModelProvider
+from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import ActionFormat
 
 
@@ -16,4 +17,11 @@ def wrap(provider: StreamingModelProvider, action_format: ActionFormat) -> Strea
     return provider
 
 
-__all__ = ["TextProtocol", "wrap"]
+def may_act(provider: StreamingModelProvider, context: ModelContext) -> bool:
+    """Whether the reply to this call may be an action (a tool call) rather than the final answer."""
+    if isinstance(provider, TextProtocol):
+        return provider.acts(context)
+    return context.tools_enabled and bool(context.tools)
+
+
+__all__ = ["TextProtocol", "may_act", "wrap"]

@@ -2,7 +2,9 @@
 
 Wire format (Prompty §9.4): the output items of a turn (`message`,
 `function_call`, `reasoning`) go back into the next input verbatim, followed
-by one `function_call_output` item per result.
+by one `function_call_output` item per result. Each `function_call` item is
+kept whole, its `id` (`fc_...`) and its arguments as the model wrote them,
+even when the turn's text is rebuilt from the step record.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ RAW_KEY = "openai_responses"
 _DONE = {"response.completed", "response.incomplete"}
 _REBUILT = {"message", "function_call"}
 """Items rebuilt from the turn's text and calls; a turn with others (reasoning) keeps its items, in history once."""
+CALLS_KEY = "openai_responses_calls"
+"""A plain turn's `function_call` items, verbatim: `id` and the arguments' text are not in its ToolCalls."""
 
 
 class OpenAIResponsesProvider:
@@ -94,6 +98,8 @@ def _items(message: Message) -> list[dict[str, Any]]:
         if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), list):
             return list(raw[RAW_KEY])
         out: list[dict[str, Any]] = [{"role": "assistant", "content": message.content}] if message.content else []
+        if isinstance(raw, dict) and isinstance(raw.get(CALLS_KEY), list):
+            return out + list(raw[CALLS_KEY])
         out += [
             {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)}
             for c in message.tool_calls
@@ -132,6 +138,15 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
     raise errors.incomplete(target)
 
 
+def _kept(raw: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What of a turn's output items goes back verbatim: all of them when some cannot be rebuilt (reasoning),
+    else its `function_call` items (their ids), else nothing (the text is in the step record)."""
+    if not all(item["type"] in _REBUILT for item in raw):
+        return {RAW_KEY: raw}
+    calls = [item for item in raw if item["type"] == "function_call"]
+    return {CALLS_KEY: calls} if calls else None
+
+
 def _turn(response: Any, model: str) -> AssistantTurn:
     text: list[str] = []
     calls: list[ToolCall] = []
@@ -155,13 +170,12 @@ def _turn(response: Any, model: str) -> AssistantTurn:
     incomplete = response.incomplete_details
     if stop == "incomplete" and incomplete is not None and incomplete.reason:
         stop = f"incomplete: {incomplete.reason}"
-    plain = all(item["type"] in _REBUILT for item in raw)
     return AssistantTurn(
         text="".join(text),
         tool_calls=calls,
         usage=unreported(usage),
         model=model,
-        provider_raw=None if plain else {RAW_KEY: raw},
+        provider_raw=_kept(raw),
         stop_reason=stop or None,
         truncated=stop == "incomplete: max_output_tokens",
     )

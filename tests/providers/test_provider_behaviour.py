@@ -168,10 +168,11 @@ async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, w
 
 
 async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env, task_queue, wire, flavor: Flavor):
-    script = wire.script(Reply(calls=(CALC,)), Reply(text=LONG_ANSWER, pause=0.1))
+    """A turn that cannot call tools is known final from its first token, and streams (Prompty §9.3)."""
+    script = wire.script(Reply(text=LONG_ANSWER, pause=0.1))
     stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
-        run = await stalwart.start(agent_for(flavor, script), "What is 17*23+4?")
+        run = await stalwart.start(agent_for(flavor, script, tools=[]), "What is 17*23+4?")
         events = [event async for event in run.stream(poll_interval=0.05)]
         result = await run.result()
     deltas = [e.text for e in events if isinstance(e, AnswerDelta)]
@@ -210,9 +211,9 @@ async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(
 async def test_streaming_adds_no_history_events(time_skipping_env, task_queue, wire, flavor: Flavor):
     async def events_of_run(answer: str, queue: str) -> tuple[int, int]:
         """The run's history events, and how many pieces of the answer the client saw."""
-        script = wire.script(Reply(calls=(CALC,)), Reply(text=answer, pause=0.02))
+        script = wire.script(Reply(text=answer, pause=0.02))
         async with build_worker(time_skipping_env.client, task_queue=queue):
-            handle = await start_run(time_skipping_env, queue, agent_for(flavor, script), "What is 17*23+4?")
+            handle = await start_run(time_skipping_env, queue, agent_for(flavor, script, tools=[]), "What is 17*23+4?")
             deltas = [e async for e in stream_answer(handle, poll_interval=0.05) if isinstance(e, AnswerDelta)]
             return len((await handle.fetch_history()).events), len(deltas)
 
