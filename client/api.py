@@ -347,8 +347,13 @@ class StalwartClient:
         *,
         task_queue: str = names.TASK_QUEUE,
         ui_url: str | None = None,
+        profile: str | None = None,
+        config_file: str | os.PathLike[str] | None = None,
     ) -> StalwartClient:
-        return cls(await connect(address, namespace), task_queue=task_queue, ui_url=ui_url)
+        """Connect with the settings the `temporal` CLI reads (TEMPORAL_* variables, config profiles: API key,
+        TLS certificates); `address` and `namespace` override them. See `stalwart.client.connection.connect`."""
+        temporal = await connect(address, namespace, profile=profile, config_file=config_file)
+        return cls(temporal, task_queue=task_queue, ui_url=ui_url)
 
     async def start(
         self,

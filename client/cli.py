@@ -413,22 +413,28 @@ def _input_option(parser: argparse.ArgumentParser, help: str = "a run input for 
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help=help)
 
 
-def _default_address() -> str:
-    return os.environ.get("TEMPORAL_ADDRESS", DEFAULT_ADDRESS)
-
-
-def _default_namespace() -> str:
-    return os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE)
-
-
 def _connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--address", default=None, help=f"Temporal frontend (default: $TEMPORAL_ADDRESS or {_default_address()})"
+        "--address",
+        default=None,
+        help=f"Temporal frontend (default: $TEMPORAL_ADDRESS, else the temporal CLI profile's, else {DEFAULT_ADDRESS})",
     )
     parser.add_argument(
         "--namespace",
         default=None,
-        help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE or {_default_namespace()})",
+        help=f"Temporal namespace (default: $TEMPORAL_NAMESPACE, else the profile's, else {DEFAULT_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="profile of the temporal CLI's config file to connect with: address, namespace, API key, TLS files "
+        "(default: $TEMPORAL_PROFILE or 'default')",
+    )
+    parser.add_argument(
+        "--config-file",
+        default=None,
+        metavar="PATH",
+        help="the temporal CLI's config file (default: $TEMPORAL_CONFIG_FILE or ~/.config/temporalio/temporal.toml)",
     )
     parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
 
@@ -985,12 +991,12 @@ async def _worker(args: argparse.Namespace) -> int:
     from stalwart.workers.worker import build_worker, default_registry
 
     registry = default_registry(args.tools)
-    temporal = await connect(args.address, args.namespace)
+    temporal = await connect(args.address, args.namespace, profile=args.profile, config_file=args.config_file)
     added = await ensure_search_attributes(temporal)
     if added:
         print(f"registered search attributes: {', '.join(added)}", file=sys.stderr)
     print(
-        f"worker polling task queue {args.task_queue!r} on {args.address or _default_address()} "
+        f"worker polling task queue {args.task_queue!r} on {temporal.service_client.config.target_host} "
         f"with tools: {', '.join(registry.names())}",
         file=sys.stderr,
     )
@@ -1064,7 +1070,9 @@ async def _check(args: argparse.Namespace) -> int:
 async def _client(args: argparse.Namespace) -> StalwartClient:
     from stalwart.client.api import StalwartClient
 
-    return await StalwartClient.connect(args.address, args.namespace, task_queue=args.task_queue)
+    return await StalwartClient.connect(
+        args.address, args.namespace, task_queue=args.task_queue, profile=args.profile, config_file=args.config_file
+    )
 
 
 @contextlib.asynccontextmanager
@@ -1073,7 +1081,7 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     from stalwart.client.connection import connect, record_dev_ui_url
 
     if not embedded:
-        yield await connect(args.address, args.namespace), None
+        yield await connect(args.address, args.namespace, profile=args.profile, config_file=args.config_file), None
         return
     from stalwart.workers.dev_server import DevServer
     from stalwart.workers.worker import build_worker, default_registry
@@ -1083,7 +1091,7 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     codec = _dev_codec_server(args, server)
     print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
     async with codec, server:
-        temporal = await connect(server.address)
+        temporal = await connect(server.address, from_config=False)  # a local server: no cloud profile, no TLS
         # `stalwart run` in another shell prints links to this server's UI, on whatever --ui-port it has.
         record_dev_ui_url(server.address, server.ui_url)
         try:

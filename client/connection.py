@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
+from temporalio.envconfig import ClientConfigProfile
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
@@ -20,18 +23,80 @@ def default_namespace() -> str:
     return os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE)
 
 
-async def connect(address: str | None = None, namespace: str | None = None) -> Client:
-    """A Temporal client with Stalwart's data converter;
-    address and namespace default to TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE."""
-    address = address or default_address()
+def connect_settings(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    profile: str | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`Client.connect` arguments from the settings the `temporal` CLI reads, explicit arguments first.
+
+    `temporalio.envconfig` reads the profile (`profile`, else `TEMPORAL_PROFILE`, else `default`) of the
+    config file (`config_file`, else `TEMPORAL_CONFIG_FILE`, else the standard
+    `~/.config/temporalio/temporal.toml`), then the environment on top: `TEMPORAL_ADDRESS`,
+    `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS_*` (client certificate and key,
+    server CA, server name), `TEMPORAL_GRPC_META_*`. An API key turns TLS on.
+    """
+    env = dict(os.environ if environ is None else environ)
     try:
-        return await Client.connect(
-            address, namespace=namespace or default_namespace(), data_converter=stalwart_converter()
+        loaded = ClientConfigProfile.load(
+            profile=profile or None,
+            config_source=Path(config_file).expanduser() if config_file else None,
+            override_env_vars=env,
         )
-    except RuntimeError as err:
+        settings: dict[str, Any] = dict(loaded.to_client_connect_config())
+    except FileNotFoundError as err:
         raise ConnectionError(
-            f"cannot reach Temporal at {address}: {err}. Start one with `stalwart dev`, "
-            f"or point TEMPORAL_ADDRESS at your server."
+            f"a TLS file of the Temporal connection settings is missing: {err.filename}. Fix the path in "
+            f"{_where(profile, config_file, env)}"
+        ) from err
+    except Exception as err:  # the SDK's bridge raises its own ConfigError (a bad profile name, bad TOML)
+        if type(err).__name__ != "ConfigError":
+            raise
+        raise ConnectionError(
+            f"cannot read the Temporal connection settings ({err}) from {_where(profile, config_file, env)}: "
+            "`temporal config list` shows the profiles the temporal CLI sees"
+        ) from err
+    settings["target_host"] = address or settings.get("target_host") or DEFAULT_ADDRESS
+    settings["namespace"] = namespace or settings.get("namespace") or DEFAULT_NAMESPACE
+    return settings
+
+
+def _where(profile: str | None, config_file: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
+    file = config_file or env.get("TEMPORAL_CONFIG_FILE") or "~/.config/temporalio/temporal.toml"
+    name = profile or env.get("TEMPORAL_PROFILE") or "default"
+    return f"profile {name!r} of {file} and the TEMPORAL_* environment variables"
+
+
+async def connect(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    profile: str | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    from_config: bool = True,
+) -> Client:
+    """A Temporal client with Stalwart's data converter, for any cluster the `temporal` CLI can reach.
+
+    Address, namespace, API key and TLS come from `connect_settings` (TEMPORAL_* variables and
+    the temporal CLI's config profile); `address` and `namespace` override them. With
+    `from_config=False` (an embedded dev server) nothing is read: plain `address`, `namespace`.
+    """
+    if from_config:
+        settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
+    else:
+        settings = {"target_host": address or DEFAULT_ADDRESS, "namespace": namespace or DEFAULT_NAMESPACE}
+    target = settings["target_host"]
+    try:
+        return await Client.connect(**settings, data_converter=stalwart_converter())
+    except RuntimeError as err:
+        secured = " with TLS" if settings.get("tls") else ""
+        raise ConnectionError(
+            f"cannot reach Temporal at {target}{secured} (namespace {settings['namespace']}): {err}. "
+            "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
+            "at your server."
         ) from err
 
 
