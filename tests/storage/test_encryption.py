@@ -201,7 +201,7 @@ def secret_agent(tag: str) -> tuple[AgentSpec, str, dict[str, str]]:
 
 
 async def _run_agent(address: str, agent: AgentSpec, goal: str) -> tuple[str, str]:
-    client = await connect(address)
+    client = await connect(address, from_config=False)
     task_queue = f"enc-{uuid.uuid4().hex[:8]}"
     registry = default_registry()
     registry.register(vault)
