@@ -170,6 +170,82 @@ class ContextSettings(_Strict):
     )
 
 
+DEFAULT_TEMPERATURE = 0.2
+"""The temperature of a model whose agent sets none (the production loop tutorial, seed 003: "low temperature
+(0.0–0.2)" against format drift on long runs); models that take no temperature (OpenAI reasoning models, Anthropic's,
+which deprecated it) get none."""
+PERSISTENCE_PROMPT = (
+    "Do not give up yet, and do not ask the user to do what your tools can do. Try at least three different "
+    "approaches before giving up. Tools are cheap; the user prefers a slow correct answer to a fast wrong one."
+)
+"""Seed 003's mitigation of premature giving-up, sent when an answer gives up while tools are at hand."""
+GIVE_UP_PATTERNS = [
+    r"\bI(?:'m| am) (?:sorry|afraid|unable)\b",
+    r"\bI (?:was(?: not|n't)|could(?: not|n't)|can(?:not|'t)) (?:able to )?"
+    r"(?:find|get|access|retrieve|determine|locate|look|fetch|verify|complete)",
+    r"\b(?:you|the user) (?:can|could|may|might|should|will need to|would need to) "
+    r"(?:try|check|search|look|visit|use|run|consult|find|call|contact|refer)",
+    r"\bplease (?:check|try|search|look|visit|run|consult|refer)\b",
+]
+"""Answers that give up (seed 003: "I'm sorry, I wasn't able to find the information you requested") or hand the
+user work a tool could do; matched case-insensitively."""
+
+
+class LoopSettings(_Strict):
+    """How the loop talks to the model, beyond budgets: what it parses and how it keeps a long run on track."""
+
+    enable_tools: bool = Field(
+        True,
+        description=(
+            "Seed 001: when false, the agent's tools are not described in the prompt nor offered to the model, and "
+            "replies are not parsed for tool calls: a reply holding a `tool_call` block (or a JSON tool action) is "
+            "the final response, as in the seed."
+        ),
+    )
+    enable_delegation: bool = Field(
+        True,
+        description=(
+            "Seed 001: when false, the sub-agents are not described in the prompt nor offered to the model, and "
+            "replies are not parsed for delegations: a reply holding a `delegate` block (or a JSON delegation) is "
+            "the final response, as in the seed."
+        ),
+    )
+    tool_reminder_every: int = Field(
+        10,
+        ge=0,
+        le=MAX_STEPS,
+        description=(
+            "Seed 003: every this many model calls, a one-line reminder of the tools and their schemas is sent "
+            "before the next call, against format drift on long runs; 0 turns it off."
+        ),
+    )
+    persistence_nudges: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description=(
+            "Seed 003: an answer that gives up early while the agent has tools (it matches `give_up_patterns`) is "
+            "answered with `persistence_prompt` and the turn goes on, at most this many times a turn; 0 turns it off."
+        ),
+    )
+    persistence_prompt: str = Field(PERSISTENCE_PROMPT, min_length=1, max_length=10_000)
+    give_up_patterns: list[str] = Field(
+        default_factory=lambda: list(GIVE_UP_PATTERNS),
+        max_length=100,
+        description="Regular expressions (Python syntax, matched case-insensitively) of answers that give up.",
+    )
+
+    @field_validator("give_up_patterns")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(f"give_up_patterns: {pattern!r} is not a regular expression ({err})") from None
+        return value
+
+
 class ScriptedToolCall(_Strict):
     """A tool call the `scripted` model makes; ids default to `call_<step>_<n>`."""
 
@@ -393,7 +469,15 @@ class AgentSpec(_Strict):
             "it allows (by default the provider keys and `STALWART_*`)."
         ),
     )
-    temperature: float | None = Field(None, ge=0, le=2)
+    temperature: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description=(
+            f"Sampling temperature; unset, {DEFAULT_TEMPERATURE} (low, as seed 003 advises for long runs), except for "
+            "models that take none: OpenAI's o-series and gpt-5 reasoning models, and Anthropic's (deprecated there)."
+        ),
+    )
     max_output_tokens: int | None = Field(None, ge=1, le=10_000_000)
     action_format: ActionFormat = "native"
     tools: list[str] = Field(default_factory=list)
@@ -429,6 +513,7 @@ class AgentSpec(_Strict):
     )
     session: SessionSettings = Field(default_factory=SessionSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    loop: LoopSettings = Field(default_factory=LoopSettings)
     extra: dict[str, Any] = Field(
         default_factory=dict,
         description=(

@@ -227,6 +227,8 @@ class TurnInProgress(BaseModel):
     deadline: datetime | None = None
     usage: Usage = Field(default_factory=Usage)
     steps_taken: int = 0
+    nudges: int = 0
+    """Persistence prompts sent this turn (`[loop] persistence_nudges`)."""
 
 
 Carried.model_rebuild()

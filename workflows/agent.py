@@ -392,6 +392,8 @@ class AgentWorkflow:
                 exhausted = budget.exhausted()
                 if exhausted is not None:
                     return await self._stop_on_budget(exhausted)
+                if self._tools and conversation.reminder_due(self._step, self._agent.loop):
+                    self._unsent.append(Message(role="user", content=conversation.tool_reminder(self._tools)))
                 # Tools on even when the agent has none: a text protocol still reads the reply for an action
                 # (seed 000: no action, then one more call for the final response); providers offer no tools.
                 turn = await self._model_turn(tools_enabled=True)
@@ -405,6 +407,9 @@ class AgentWorkflow:
                     turn = await self._model_turn(tools_enabled=False)
                     if turn.truncated:
                         return self._stop_truncated(turn)
+                if not turn.tool_calls and not self._queued and self._nudged(turn.text):
+                    self._unsent.append(Message(role="user", content=self._agent.loop.persistence_prompt))
+                    continue
                 if not turn.tool_calls and not self._queued:
                     self._answer = turn.text
                     self._steps[-1].final = True
@@ -413,6 +418,21 @@ class AgentWorkflow:
                     await self._run_tools(turn.tool_calls)
         except _ModelFailed:
             return "error"
+
+    def _nudged(self, answer: str) -> bool:
+        """Whether an answer that gives up early is met with the persistence prompt instead of ending the turn.
+
+        Seed 003's premature giving-up ("I'm sorry, I wasn't able to find ..." while tools could find it): at most
+        `[loop] persistence_nudges` times a turn, only with tools to use and a step left to use them.
+        """
+        assert self._turn is not None and self._budget is not None
+        loop = self._agent.loop
+        if self._turn.nudges >= loop.persistence_nudges or not self._tools or self._budget.exhausted() is not None:
+            return False
+        if not conversation.gives_up(answer, loop) or not workflow.patched("persistence-nudge"):
+            return False  # `patched`: a run recorded before nudges existed replays as it ran
+        self._turn.nudges += 1
+        return True
 
     def _stop_truncated(self, turn: AssistantTurn) -> StopReason:
         """A reply cut off by the output-token limit is no answer: stop with `max_tokens`, as the Strands loop does,
@@ -498,8 +518,10 @@ class AgentWorkflow:
     # -- activities ----------------------------------------------------------
 
     async def _describe_tools(self) -> list[ToolSpec]:
-        agent_tools = await delegation.describe(self._agent)
-        if not self._agent.tools and not self._agent.mcp_servers:
+        """The tools the model is offered; seed 001's `enable_tools` / `enable_delegation` leave out a kind."""
+        loop = self._agent.loop
+        agent_tools = await delegation.describe(self._agent) if loop.enable_delegation else []
+        if not loop.enable_tools or (not self._agent.tools and not self._agent.mcp_servers):
             return agent_tools
         servers = [*self._agent.tools, *(s.name for s in self._agent.mcp_servers)]
         result = await workflow.execute_activity(

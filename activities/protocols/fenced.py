@@ -16,6 +16,7 @@ from typing import Any
 
 from stalwart.activities.protocols.prompts import FENCED_AGENT_INSTRUCTIONS, FENCED_TOOLS_INSTRUCTIONS
 from stalwart.activities.protocols.reading import Reading, delegation_call, tool_call
+from stalwart.contracts.agent import LoopSettings
 
 BLOCK = re.compile(r"```tool_call\s*\n(\{.*?\})\s*\n```", re.DOTALL)
 DELEGATE_BLOCK = re.compile(r"```delegate\s*\n(\{.*?\})\s*\n```", re.DOTALL)
@@ -24,8 +25,13 @@ OPENING = "```tool_call"
 DELEGATE_OPENING = "```delegate"
 
 
-def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
-    """The calls of a reply's `tool_call` blocks, else of its `delegate` blocks; none means the reply is the answer."""
+def read(content: str, step: int, agents: Collection[str] = (), loop: LoopSettings | None = None) -> Reading:
+    """The calls of a reply's `tool_call` blocks, else of its `delegate` blocks; none means the reply is the answer.
+
+    As in seed 001, a kind that `loop` disables (`enable_tools`, `enable_delegation`) is not looked for: a reply
+    holding only such blocks is the final response.
+    """
+    loop = loop or LoopSettings()
 
     def tool(action: dict[str, Any], n: int) -> Reading | None:
         return tool_call(action, step, n, FENCED_TOOLS_INSTRUCTIONS) if "tool" in action else None
@@ -33,15 +39,15 @@ def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
     def delegation(action: dict[str, Any], n: int) -> Reading:
         return delegation_call(action, step, n, agents, FENCED_AGENT_INSTRUCTIONS)
 
-    blocks = BLOCK.findall(content)
+    blocks = BLOCK.findall(content) if loop.enable_tools else []
     if blocks:
         return _calls(blocks, "tool_call", '{"tool": ..., "arguments": ...}', FENCED_TOOLS_INSTRUCTIONS, tool)
-    if OPENING in content:
+    if loop.enable_tools and OPENING in content:
         return Reading(feedback=f"Your tool_call block is not complete. {FENCED_TOOLS_INSTRUCTIONS}")
-    blocks = DELEGATE_BLOCK.findall(content)
+    blocks = DELEGATE_BLOCK.findall(content) if loop.enable_delegation else []
     if blocks:
         return _calls(blocks, "delegate", '{"agent": ..., "task": ...}', FENCED_AGENT_INSTRUCTIONS, delegation)
-    if DELEGATE_OPENING in content:
+    if loop.enable_delegation and DELEGATE_OPENING in content:
         return Reading(feedback=f"Your delegate block is not complete. {FENCED_AGENT_INSTRUCTIONS}")
     return Reading()
 

@@ -20,6 +20,7 @@ from stalwart.activities.protocols.prompts import (
     NO_ACTION_INSTRUCTIONS,
 )
 from stalwart.activities.protocols.reading import Reading, delegation_call, tool_call
+from stalwart.contracts.agent import LoopSettings
 
 REMINDER = f"{JSON_TOOLS_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
 AGENT_REMINDER = f"{JSON_AGENT_INSTRUCTIONS}\n\n{NO_ACTION_INSTRUCTIONS}"
@@ -69,14 +70,15 @@ def balanced_objects(text: str) -> list[str]:
     return spans
 
 
-def read(content: str, step: int, agents: Collection[str] = ()) -> Reading:
+def read(content: str, step: int, agents: Collection[str] = (), loop: LoopSettings | None = None) -> Reading:
     """What a phase-1 reply asks for: a tool call, a delegation to one of `agents`, the final answer
-    (`{}` or no action), or a correction."""
+    (`{}` or no action), or a correction. An action of a kind `loop` disables is no action (seed 001's flags)."""
+    loop = loop or LoopSettings()
     action = parse_action(content)
     if action is None:
         return Reading(wants_final_answer=True)
-    if "tool" in action:
+    if "tool" in action and loop.enable_tools:
         return tool_call(action, step, 1, REMINDER)
-    if "agent" in action:
+    if "agent" in action and loop.enable_delegation:
         return delegation_call(action, step, 1, agents, AGENT_REMINDER if agents else REMINDER)
     return Reading(wants_final_answer=True)

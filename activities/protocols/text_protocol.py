@@ -17,6 +17,7 @@ from stalwart.activities.protocols.reading import Reading
 from stalwart.activities.providers.base import StreamingModelProvider
 from stalwart.activities.streaming import TurnObserver
 from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import LoopSettings
 from stalwart.contracts.messages import AssistantTurn, Message, ToolResult
 from stalwart.contracts.tools import ToolSpec
 
@@ -30,7 +31,7 @@ class TextProtocol:
         self,
         inner: StreamingModelProvider,
         prompt: Callable[[str, list[ToolSpec]], str],
-        reader: Callable[[str, int, frozenset[str]], Reading],
+        reader: Callable[[str, int, frozenset[str], LoopSettings], Reading],
         gate: Callable[[TurnObserver], Gate],
         *,
         two_phase: bool = False,
@@ -54,7 +55,7 @@ class TextProtocol:
         if not acting:
             gate.finish(called_tools=False)
             return turn
-        reading = self._reader(turn.text, context.step, agent_names(context.tools))
+        reading = self._reader(turn.text, context.step, agent_names(context.tools), context.agent.loop)
         gate.finish(called_tools=bool(reading.tool_calls) or reading.feedback is not None or reading.wants_final_answer)
         return turn.model_copy(
             update={

@@ -19,6 +19,7 @@ does (`workflows/policies.py`), waiting `Retry-After` when the provider sends on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from stalwart.activities.providers.anthropic import AnthropicProvider
@@ -36,7 +37,7 @@ from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.providers.openai_chat import OpenAIChatProvider
 from stalwart.activities.providers.openai_responses import OpenAIResponsesProvider
 from stalwart.activities.providers.scripted import ScriptedProvider, speaks_mock_actions
-from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.agent import DEFAULT_TEMPERATURE, AgentSpec
 from stalwart.contracts.model_choice import AUTO, ModelChoice, choose_model
 
 ProviderFactory = Callable[[AgentSpec, SdkClients], AnyModelProvider]
@@ -72,7 +73,19 @@ def effective(agent: AgentSpec) -> AgentSpec:
         agent = agent.model_copy(update={"model": choose_model(agent).model})
     if speaks_mock_actions(agent):
         agent = agent.model_copy(update={"action_format": "json"})
+    if agent.temperature is None and takes_temperature(agent.model):
+        agent = agent.model_copy(update={"temperature": DEFAULT_TEMPERATURE})
     return agent
+
+
+_NO_TEMPERATURE = re.compile(r"anthropic:|(?:openai|openai-responses):(?:o\d|gpt-5)")
+"""Models that get no default temperature: OpenAI's reasoning models refuse any but their own, and Anthropic has
+deprecated the parameter (newer Claude models refuse it; an agent file that sets one still has it sent)."""
+
+
+def takes_temperature(model: str) -> bool:
+    """Whether `model` (`provider:name`) may be sent a temperature."""
+    return not _NO_TEMPERATURE.match(model)
 
 
 def resolve(agent: AgentSpec, clients: SdkClients) -> AnyModelProvider:

@@ -57,8 +57,8 @@ class AnthropicProvider:
             "max_tokens": agent.max_output_tokens or DEFAULT_MAX_TOKENS,
             "stream": True,
         }
-        if agent.temperature is not None:
-            request["temperature"] = min(agent.temperature, 1.0)
+        if agent.temperature is not None:  # gone from the SDK's signature (1.0), still taken by older models
+            request["extra_body"] = {"temperature": min(agent.temperature, 1.0)}
         if context.tools:
             request["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in context.tools

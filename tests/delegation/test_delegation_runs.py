@@ -54,7 +54,7 @@ async def test_a_sub_agent_that_exhausts_its_steps_is_fed_back_as_a_delegation_e
     sub = researcher(looping, looping, looping, tools=["echo"], max_steps=2)
     async with worker_with():
         handle = await stalwart.start(
-            lead(delegating(), ScriptedReply(text="I could not find out."), sub=sub), "Explain"
+            lead(delegating(), ScriptedReply(text="The researcher ran out of steps."), sub=sub), "Explain"
         )
         result = await handle.result()
         events = await handle.events()
