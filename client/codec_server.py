@@ -169,17 +169,24 @@ def service_from_env(origins: Sequence[str] | None = None) -> CodecService:
 async def running(service: CodecService, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> AsyncIterator[str]:
     """The codec server serving in this event loop until the block ends; yields its URL."""
     import asyncio
+    import socket
 
     import uvicorn
 
-    server = uvicorn.Server(
-        uvicorn.Config(codec_app(service), host=host, port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as err:
+        listener.close()
+        raise SystemExit(
+            f"error: the codec server cannot listen on {host}:{port} ({err.strerror}): choose another --codec-port"
+        ) from None
+    server = uvicorn.Server(uvicorn.Config(codec_app(service), log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[listener]))
     while not server.started:
         if task.done():
             task.result()  # raises what stopped it
-            raise SystemExit(f"error: the codec server could not listen on {host}:{port}: choose another --codec-port")
         await asyncio.sleep(0.02)
     try:
         yield f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
