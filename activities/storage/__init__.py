@@ -1,5 +1,6 @@
 """Payloads of any size: large ones live in a directory or an S3 bucket, history keeps a reference.
 
+With `STALWART_ENCRYPTION_KEYS` set, payloads and stored objects are sealed with AES-256-GCM (encryption.py).
 Importing this package does not import aioboto3: S3 support is the optional
 `stalwart[s3]` extra and loads on the first S3 call.
 """
@@ -15,6 +16,7 @@ from stalwart.activities.storage.config import (
     storage_driver,
     with_external_storage,
 )
+from stalwart.activities.storage.encryption import ChainedCodec, EncryptionCodec, EncryptionKeyError, Keyring
 from stalwart.activities.storage.objects import (
     LazyS3ObjectClient,
     LocalObjectClient,
@@ -26,6 +28,10 @@ __all__ = [
     "DEFAULT_THRESHOLD_BYTES",
     "DRIVER_NAME",
     "LOCAL_BUCKET",
+    "ChainedCodec",
+    "EncryptionCodec",
+    "EncryptionKeyError",
+    "Keyring",
     "LazyS3ObjectClient",
     "LocalObjectClient",
     "ObjectNotFoundError",
