@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import MAX_TOKENS
 from stalwart.contracts.messages import AssistantTurn, Usage
 
 CHARS_PER_TOKEN = 4
@@ -29,9 +30,10 @@ def settle(usage: Usage, context: ModelContext, turn: AssistantTurn) -> Usage:
     """`usage` with negative counts clamped to estimates and unreported ones estimated; `estimated` says if any was."""
     missing = usage.estimated
     input_tokens, output_tokens, estimated = usage.input_tokens, usage.output_tokens, False
-    if missing or input_tokens < 0:
+    # Counts past MAX_TOKENS are nonsense too, and would overflow the run's int64 `AgentTokens` search attribute.
+    if missing or not 0 <= input_tokens <= MAX_TOKENS:
         input_tokens, estimated = estimate_input(context), True
-    if missing or output_tokens < 0:
+    if missing or not 0 <= output_tokens <= MAX_TOKENS:
         output_tokens, estimated = estimate_output(turn), True
     return Usage(
         input_tokens=input_tokens,

@@ -149,10 +149,10 @@ def _describe(source: str, item: Any) -> str:
         return f"{source}: field `{field}` is not an agent setting; {fix}"
     if kind == "missing":
         return f'{source}: field `{field}` is required; add it, e.g. `{loc[-1]} = "..."`'
-    if kind in _RANGE_ERRORS:
-        allowed = _range_of(tuple(item["loc"]))
-        if allowed:
-            return f"{source}: field `{field}`: out of range (got {_shown(item.get('input'))}); use {allowed}"
+    allowed = _range_of(tuple(item["loc"])) if kind in _RANGE_ERRORS or kind.startswith(("int_", "float_")) else None
+    if allowed:
+        problem = "out of range" if kind in _RANGE_ERRORS else item["msg"]
+        return f"{source}: field `{field}`: {problem} (got {_shown(item.get('input'))}); use {allowed}"
     return f"{source}: field `{field}`: {item['msg']} (got {_shown(item.get('input'))}); fix the value"
 
 

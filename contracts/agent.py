@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 ActionFormat = Literal["native", "json", "fenced"]
 
 
-MAX_SECONDS = 10 * 365 * 86400
-"""The longest duration an agent file may set (10 years): every duration becomes a Temporal timer or timeout,
-which must fit a `timedelta` added to now and int64 nanoseconds (292 years); 10 years leaves room for both."""
+MAX_SECONDS = 5 * 365 * 86400
+"""The longest duration an agent file may set (5 years): every duration becomes a Temporal timer or timeout,
+which must fit a `timedelta` added to now, int64 nanoseconds (292 years) and the 10-year execution timeout some
+Temporal servers (the time-skipping test server) give a workflow by default."""
 MAX_TOKENS = 10**12
 """The largest token count an agent file may set: token totals are int64 search attributes (`AgentTokens`), and
 a trillion tokens times the most steps a run may take still fits."""
@@ -75,7 +76,7 @@ def nesting(value: Any) -> int:
 
 def _seconds(default: float | None, *, description: str, gt: float = 0) -> Any:
     """A duration field: positive, finite and at most MAX_SECONDS."""
-    return Field(default, gt=gt, le=MAX_SECONDS, description=f"{description} At most {MAX_SECONDS:,} (10 years).")
+    return Field(default, gt=gt, le=MAX_SECONDS, description=f"{description} At most {MAX_SECONDS:,} (5 years).")
 
 
 def identifier(value: str, longest: int, why: str = "") -> str:

@@ -112,7 +112,7 @@ def tool(
     ):
         if not (isinstance(seconds, int | float) and 0 < seconds <= MAX_SECONDS):  # also refuses nan and inf
             raise ValueError(
-                f"@tool {label}={seconds!r}: give a number of seconds above 0 and at most {MAX_SECONDS:,} (10 years); "
+                f"@tool {label}={seconds!r}: give a number of seconds above 0 and at most {MAX_SECONDS:,} (5 years); "
                 "Temporal holds no longer timeout"
             )
 
