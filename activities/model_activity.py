@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from stalwart.activities import pricing, protocols, providers
+from stalwart.activities import pricing, protocols, providers, telemetry
 from stalwart.activities import usage as token_usage
 from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.context_window import model_window
@@ -58,7 +58,12 @@ class ModelActivities:
         Retryable failures (rate limits, overload, broken streams) are logged in
         one line and raised as BENIGN, so expected retries do not print a
         traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
+        Each attempt is a `chat {model}` span when the worker traces, and is counted in its metrics.
         """
+        with telemetry.model_call(request.step) as observed:
+            return observed.turn(await self._model_turn(request, observed))
+
+    async def _model_turn(self, request: ModelRequest, observed: telemetry.ModelCall) -> AssistantTurn:
         info = activity.info()
         refuse_after(request.deadline, f"the model call of step {request.step}")
         try:
@@ -74,6 +79,7 @@ class ModelActivities:
         except TranscriptError as err:
             raise ApplicationError(str(err), type="TranscriptError", non_retryable=True) from err
         agent = providers.effective(static.agent)
+        observed.agent(agent)
         context = ModelContext(
             agent=agent,
             step=request.step,

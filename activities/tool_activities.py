@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from stalwart.activities import telemetry
 from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.activities.mcp import (
@@ -88,6 +89,11 @@ class ToolActivities:
 
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRequest) -> ToolResult:
+        """Run one tool call; its latency and errors are counted in the worker's metrics."""
+        with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
+            return observed.result(await self._run_tool(request))
+
+    async def _run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool
         refuse_after(request.deadline, f"tool call {call.name} ({call.id})")
         named = self.registry.get(call.name)

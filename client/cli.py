@@ -259,6 +259,13 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = command("worker", _worker, "Run a worker: executes agent runs, model calls and tools.")
     _worker_options(worker)
+    worker.add_argument(
+        "--metrics-port",
+        default=os.environ.get("STALWART_METRICS_PORT") or None,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (or HOST:PORT); default: $STALWART_METRICS_PORT, "
+        "else none. Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set",
+    )
     _connection_options(worker)
 
     dev = command("dev", _dev, "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C.")
@@ -991,7 +998,13 @@ async def _worker(args: argparse.Namespace) -> int:
     from stalwart.workers.worker import build_worker, default_registry
 
     registry = default_registry(args.tools)
-    temporal = await connect(args.address, args.namespace, profile=args.profile, config_file=args.config_file)
+    temporal = await connect(
+        args.address,
+        args.namespace,
+        profile=args.profile,
+        config_file=args.config_file,
+        metrics_port=args.metrics_port,
+    )
     added = await ensure_search_attributes(temporal)
     if added:
         print(f"registered search attributes: {', '.join(added)}", file=sys.stderr)
@@ -1000,7 +1013,11 @@ async def _worker(args: argparse.Namespace) -> int:
         f"with tools: {', '.join(registry.names())}",
         file=sys.stderr,
     )
-    async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
+    if args.metrics_port:
+        from stalwart.workers.telemetry import metrics_address
+
+        print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
+    async with build_worker(temporal, registry=registry, task_queue=args.task_queue, metrics_port=args.metrics_port):
         await asyncio.Event().wait()
     return EXIT_OK
 

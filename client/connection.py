@@ -77,18 +77,28 @@ async def connect(
     profile: str | None = None,
     config_file: str | os.PathLike[str] | None = None,
     from_config: bool = True,
+    metrics_port: int | str | None = None,
 ) -> Client:
     """A Temporal client with Stalwart's data converter, for any cluster the `temporal` CLI can reach.
 
     Address, namespace, API key and TLS come from `connect_settings` (TEMPORAL_* variables and
     the temporal CLI's config profile); `address` and `namespace` override them. With
     `from_config=False` (an embedded dev server) nothing is read: plain `address`, `namespace`.
+    With `metrics_port`, the client (and the workers built on it) runs on an SDK runtime serving Prometheus
+    metrics there. When the process traces (`OTEL_EXPORTER_OTLP_ENDPOINT`), the client carries the current
+    trace context into the runs it starts, so a run's spans join the caller's trace.
     """
     if from_config:
         settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
     else:
         settings = {"target_host": address or DEFAULT_ADDRESS, "namespace": namespace or DEFAULT_NAMESPACE}
     target = settings["target_host"]
+    from stalwart.workers import telemetry
+
+    if metrics_port is not None:
+        settings["runtime"] = telemetry.metrics_runtime(metrics_port)
+    if telemetry.enable_tracing():
+        settings["interceptors"] = [*settings.get("interceptors", ()), *telemetry.tracing_interceptors()]
     try:
         return await Client.connect(**settings, data_converter=stalwart_converter())
     except RuntimeError as err:

@@ -12,14 +12,17 @@ keeps open across activities (MCP connections, provider SDK clients). Our own
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from types import ModuleType
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkerConfig
+from temporalio.service import ConnectConfig, ServiceClient
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from stalwart.activities import secrets
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
@@ -30,6 +33,7 @@ from stalwart.activities.streaming import HEARTBEAT_THROTTLE
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools import builtin
 from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.workers import telemetry
 from stalwart.workflows import AgentWorkflow
 
 PLUGIN_NAME = "stalwart.StalwartPlugin"
@@ -52,6 +56,12 @@ class StalwartPlugin(SimplePlugin):
             name in `api_key_env`, `auth_token_env` and `${NAME}`, besides the provider key variables,
             `STALWART_*` and `STALWART_ALLOWED_ENV`'s list. Their values are redacted from everything an
             activity returns, raises, heartbeats or logs (`activities/secrets.py`).
+        tracer_provider: Trace into this OpenTelemetry tracer provider (made with
+            `temporalio.contrib.opentelemetry.create_tracer_provider()`, installed as the process's global one).
+            Without it, traces go over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and are off otherwise.
+        metrics_port: Serve Prometheus metrics on this port (or `HOST:PORT`) through the SDK runtime. Given to
+            `Client.connect(plugins=[...])`, the plugin makes the runtime; a client connected without it cannot
+            serve them (connect with `stalwart.client.connection.connect(metrics_port=...)` then).
     """
 
     def __init__(
@@ -62,7 +72,11 @@ class StalwartPlugin(SimplePlugin):
         models: ModelActivities | None = None,
         storage: StorageConfig | None = None,
         allowed_env: Iterable[str] = (),
+        tracer_provider: Any = None,
+        metrics_port: int | str | None = None,
     ) -> None:
+        self.tracing = telemetry.enable_tracing(tracer_provider)
+        self.metrics_port = metrics_port
         self.storage = storage
         self.allowed_env = list(allowed_env)
         secrets.install_log_redaction()
@@ -86,7 +100,12 @@ class StalwartPlugin(SimplePlugin):
                 a2a_describe,
                 a2a_delegate,
             ],
-            interceptors=[secrets.RedactingInterceptor()],
+            workflow_runner=self._workflow_runner,
+            interceptors=[
+                *telemetry.tracing_interceptors(),
+                secrets.RedactingInterceptor(),
+                *([telemetry.TelemetryInterceptor()] if self.tracing else []),
+            ],
             run_context=self._open_while_worker_runs,
         )
 
@@ -99,6 +118,15 @@ class StalwartPlugin(SimplePlugin):
             )
         config = super().configure_worker(config)
         client = config.get("client")
+        config = self._one_tracing_interceptor(config)
+        if self.metrics_port is not None and client is not None:
+            if not telemetry.runtime_serves(client.service_client.config.runtime, self.metrics_port):
+                raise ValueError(
+                    f"metrics_port={self.metrics_port!r} needs the worker's client to run on the runtime that serves "
+                    "them, made before it connects: connect with stalwart.client.connection.connect(metrics_port=...) "
+                    "or Client.connect(..., runtime=stalwart.workers.telemetry.metrics_runtime(port)), or pass "
+                    "StalwartPlugin(metrics_port=...) to Client.connect instead of the worker"
+                )
         if client is not None:
             current = client.data_converter
             wanted = stalwart_converter(current, self.storage)
@@ -109,6 +137,47 @@ class StalwartPlugin(SimplePlugin):
         throttle = config.get("max_heartbeat_throttle_interval")
         if throttle is None or throttle > HEARTBEAT_THROTTLE:
             config["max_heartbeat_throttle_interval"] = HEARTBEAT_THROTTLE
+        return config
+
+    async def connect_service_client(
+        self, config: ConnectConfig, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
+    ) -> ServiceClient:
+        """Given to `Client.connect` with `metrics_port`: the connection runs on a runtime serving Prometheus."""
+        if self.metrics_port is not None and config.runtime is None:
+            config.runtime = telemetry.metrics_runtime(self.metrics_port)
+        return await next(config)
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Run the worker; with metrics, keep the approvals-waiting gauge; with traces, flush them when it stops."""
+        try:
+            if self.metrics_port is not None:
+                async with telemetry.approvals_gauge(worker.client):
+                    await super().run_worker(worker, next)
+            else:
+                await super().run_worker(worker, next)
+        finally:
+            if self.tracing:
+                telemetry.flush()
+
+    def _workflow_runner(self, runner: WorkflowRunner | None) -> WorkflowRunner:
+        if runner is None:
+            runner = SandboxedWorkflowRunner()
+        if self.tracing and isinstance(runner, SandboxedWorkflowRunner):
+            # As temporalio.contrib.opentelemetry.OpenTelemetryPlugin does: one OpenTelemetry context for all.
+            restrictions = runner.restrictions.with_passthrough_modules("opentelemetry")
+            runner = dataclasses.replace(runner, restrictions=restrictions)
+        return runner
+
+    def _one_tracing_interceptor(self, config: WorkerConfig) -> WorkerConfig:
+        """Drop our OpenTelemetry interceptor when the client already has one (a user's OpenTelemetryPlugin):
+        two would make every span twice."""
+        ours = telemetry.tracing_interceptors()
+        client = config.get("client")
+        if not ours or client is None:
+            return config
+        on_client = client.config(active_config=True).get("interceptors", [])
+        if telemetry.has_tracing_interceptor([i for i in on_client if i not in ours]):
+            config["interceptors"] = [i for i in config.get("interceptors") or () if i not in ours]
         return config
 
     @asynccontextmanager

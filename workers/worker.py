@@ -39,14 +39,24 @@ def build_worker(
     models: ModelActivities | None = None,
     storage: StorageConfig | None = None,
     allowed_env: Iterable[str] = (),
+    tracer_provider: Any = None,
+    metrics_port: int | str | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that runs agents on `task_queue` with the tools of `registry`, through `StalwartPlugin`.
 
     Its MCP connections and model SDK clients live as long as the worker runs:
-    they close (stopping stdio servers) when it shuts down. `allowed_env`: see `StalwartPlugin`.
+    they close (stopping stdio servers) when it shuts down. `allowed_env`, `tracer_provider`, `metrics_port`:
+    see `StalwartPlugin` (`metrics_port` needs a client connected with `connect(metrics_port=...)`).
     """
-    plugin = StalwartPlugin(registry=registry, models=models, storage=storage, allowed_env=allowed_env)
+    plugin = StalwartPlugin(
+        registry=registry,
+        models=models,
+        storage=storage,
+        allowed_env=allowed_env,
+        tracer_provider=tracer_provider,
+        metrics_port=metrics_port,
+    )
     return Worker(
         client,
         task_queue=task_queue,

@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
         TurnInProgress,
     )
     from stalwart.contracts.tools import ToolSpec
-    from stalwart.workflows import conversation, deadlines, delegation, policies
+    from stalwart.workflows import conversation, deadlines, delegation, policies, telemetry
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
@@ -158,6 +158,25 @@ class AgentWorkflow:
                 type="InvalidRunInput",
                 non_retryable=True,
             )
+        if input.carried is None:  # once per chain: a run continued as new is the same run
+            telemetry.run_started(self._agent.name, session=input.session)
+        kind = "session" if input.session else "invoke_agent"
+        conversation_id = workflow.info().workflow_id if input.session else None
+        attributes = telemetry.agent_attributes(self._agent.name, self._agent.model, conversation_id=conversation_id)
+        with telemetry.span(f"{kind} {self._agent.name}", attributes) as span:
+            result = await self._run_to_the_end()
+            usage = result.usage
+            span.set_attributes(
+                telemetry.outcome_attributes(
+                    result.stop_reason, self._step, usage.input_tokens, usage.output_tokens, usage.cost_usd
+                )
+            )
+        telemetry.run_finished(self._agent.name, result.stop_reason, session=input.session)
+        return result
+
+    async def _run_to_the_end(self) -> AgentResult:
+        """The run, or the session, until it stops or continues as new (which raises out of here)."""
+        input = self._input
         self._publish()
         try:
             if self._tools is None:
@@ -341,7 +360,25 @@ class AgentWorkflow:
         )
 
     async def _run_turn(self, turn: TurnInProgress) -> StopReason:
-        """One turn within its wall-clock budget; its result goes to the `send` updates it answered."""
+        """One turn within its wall-clock budget; its result goes to the `send` updates it answered.
+
+        A session's turn is an `invoke_agent` span of its own, inside the session's span."""
+        if not self._input.session:
+            return await self._turn_within_budget(turn)
+        attributes = telemetry.agent_attributes(
+            self._agent.name, self._agent.model, conversation_id=workflow.info().workflow_id
+        )
+        with telemetry.span(
+            f"invoke_agent {self._agent.name}", {**attributes, "stalwart.turn": turn.number}, ends_on=(_ContinueAsNew,)
+        ) as span:
+            stop = await self._turn_within_budget(turn)
+            steps, spent = (self._budget.steps_taken, self._budget.spent) if self._budget else (0, Usage())
+            span.set_attributes(
+                telemetry.outcome_attributes(stop, steps, spent.input_tokens, spent.output_tokens, spent.cost_usd)
+            )
+            return stop
+
+    async def _turn_within_budget(self, turn: TurnInProgress) -> StopReason:
         self._turn = turn
         self._status = "running"
         self._answer = None
@@ -642,13 +679,27 @@ class AgentWorkflow:
     async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
         async with limit:
             record.started_at = workflow.now()
-            result = await self._execute_tool(call)
+            result = await self._traced_tool(call)
             record.ended_at = workflow.now()
         if result.is_error:
             record.error = result.content
         else:
             record.result = result.content
         return result
+
+    async def _traced_tool(self, call: ToolCall) -> ToolResult:
+        """A tool call inside its `execute_tool` span; a sub-agent's run or an A2A delegation nests under it."""
+        tool = self._tool_named(call.name)
+        attributes = telemetry.tool_attributes(call.name, call.id, tool.kind if tool else "unknown", self._step)
+        with telemetry.span(
+            f"execute_tool {call.name}",
+            attributes,
+            ends_on=(deadlines.DeadlineReached, delegation.DelegationCancelled),
+        ) as span:
+            result = await self._execute_tool(call)
+            if result.is_error:
+                span.error("tool_error", result.content)
+            return result
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
         if call.arguments_error is not None:
@@ -717,6 +768,7 @@ class AgentWorkflow:
             )
         timeout = self._agent.approval_timeout_seconds
         now = workflow.now()
+        telemetry.approval_requested(self._agent.name, call.name)
         self._pending[call.id] = PendingApproval(
             call_id=call.id,
             tool_name=call.name,

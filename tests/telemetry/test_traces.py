@@ -1,0 +1,116 @@
+"""Traces of agent runs: GenAI spans nested as the run nests, and the same tree however often the run is replayed.
+
+The worker exports into an in-memory exporter through the replay-safe tracer provider of
+`temporalio.contrib.opentelemetry`. A worker without a workflow cache (`max_cached_workflows=0`) replays the
+whole history at every workflow task, which is what a worker restart or a cache eviction does: the tree must come
+out exactly as from a worker that never replayed, with no span twice and none missing.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from span_trees import signature, spans_of_trace, tree
+
+from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import SubAgent
+from stalwart.contracts.names import WORKFLOW_TYPE
+from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.workers.worker import build_worker
+
+from wire_server.script import Call, Reply
+from wire_server.server import WireServer
+
+EXPECTED = (
+    "invoke_agent lead",
+    (
+        ("chat gpt-4.1-mini", ()),
+        ("execute_tool calculator", ()),
+        ("chat gpt-4.1-mini", ()),
+        (
+            "execute_tool researcher",
+            (("invoke_agent researcher", (("chat gpt-4.1-mini", ()), ("execute_tool echo", ()), ("chat gpt-4.1-mini", ()))),),
+        ),
+        ("chat gpt-4.1-mini", ()),
+    ),
+)
+
+
+@pytest.fixture
+async def wire(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-telemetry-0123456789")
+    server = WireServer()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+def _team(wire: WireServer) -> AgentSpec:
+    """A lead that calls a tool, then delegates to a researcher that calls a tool of its own, then answers."""
+    lead = wire.script(
+        Reply(calls=(Call("calculator", {"expression": "17*23"}),), input_tokens=30, output_tokens=5),
+        Reply(calls=(Call("researcher", {"task": "find qubits"}),)),
+        Reply(text="391, and qubits.", input_tokens=50, output_tokens=7),
+    )
+    research = wire.script(Reply(calls=(Call("echo", {"text": "qubits"}),)), Reply(text="Qubits."))
+    researcher = AgentSpec(
+        name="researcher", model="openai:gpt-4.1-mini", base_url=research.openai_base_url, tools=["echo"]
+    )
+    return AgentSpec(
+        name="lead",
+        model="openai:gpt-4.1-mini",
+        base_url=lead.openai_base_url,
+        tools=["calculator"],
+        sub_agents=[SubAgent(name="researcher", spec=researcher)],
+    )
+
+
+async def _traced_run(env, exporter, wire: WireServer, **worker_options) -> tuple[AgentResult, list]:
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    run_id = f"traced-{uuid.uuid4().hex[:8]}"
+    async with build_worker(env.client, task_queue=task_queue, **worker_options):
+        result = await env.client.execute_workflow(
+            WORKFLOW_TYPE,
+            RunInput(agent=_team(wire), goal="What is 17*23, and what are qubits?"),
+            id=run_id,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    return result, spans_of_trace(exporter.get_finished_spans(), root_name="invoke_agent lead", run_id=run_id)
+
+
+async def test_a_run_is_one_span_tree_with_sub_agents_nested_under_their_call(dev_env, traced, wire):
+    result, spans = await _traced_run(dev_env, traced, wire)
+    assert result.stop_reason == "done"
+    assert signature(tree(spans)) == EXPECTED
+    lead_run = next(s for s in spans if s.name == "invoke_agent lead")
+    assert lead_run.attributes["gen_ai.agent.name"] == "lead"
+    assert lead_run.attributes["stalwart.stop_reason"] == "done"
+    assert lead_run.attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+    first_chat = min((s for s in spans if s.name.startswith("chat")), key=lambda s: s.start_time)
+    assert dict(first_chat.attributes).items() >= {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4.1-mini",
+        "gen_ai.response.model": "gpt-4.1-mini",
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.agent.name": "lead",
+    }.items()
+    assert first_chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    tool = next(s for s in spans if s.name == "execute_tool calculator")
+    assert tool.attributes["gen_ai.tool.name"] == "calculator"
+    assert tool.attributes["gen_ai.tool.type"] == "function"
+
+
+async def test_replaying_every_workflow_task_gives_the_same_tree_without_duplicates(dev_env, traced, wire):
+    cached, cached_spans = await _traced_run(dev_env, traced, wire)
+    replayed, replayed_spans = await _traced_run(dev_env, traced, wire, max_cached_workflows=0)
+    assert (cached.answer, replayed.answer) == ("391, and qubits.", "391, and qubits.")
+    assert signature(tree(replayed_spans)) == signature(tree(cached_spans)) == EXPECTED
+    ids = [s.context.span_id for s in replayed_spans]
+    assert len(ids) == len(set(ids)), "a span was exported twice"
+    parents = {s.parent.span_id for s in replayed_spans if s.parent is not None}
+    assert parents <= set(ids), "a span's parent was never exported"
