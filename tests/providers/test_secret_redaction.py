@@ -10,7 +10,7 @@ import logging
 import uuid
 
 import pytest
-from flavors import Flavor, agent_for, start_run
+from flavors import FLAVORS, Flavor, agent_for, run_agent, start_run
 
 from stalwart.activities import secrets
 from stalwart.client.stream import AnswerDelta, stream_answer
@@ -40,7 +40,9 @@ async def test_secret_leak_a_provider_echoing_the_key_leaves_no_trace_in_history
     caplog.set_level(logging.DEBUG)
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Who am I?")
-        streamed = "".join([e.text async for e in stream_answer(handle, poll_interval=0.05) if isinstance(e, AnswerDelta)])
+        streamed = "".join(
+            [e.text async for e in stream_answer(handle, poll_interval=0.05) if isinstance(e, AnswerDelta)]
+        )
         result = await handle.result()
         history = (await handle.fetch_history()).to_json()
     sent = script.requests[0].headers
@@ -64,3 +66,17 @@ def test_secret_leak_a_key_split_across_stream_chunks_is_never_shown_in_part():
         assert not any(key[:n] in shown for n in range(3, len(key) + 1) if shown.endswith(key[:n])), (cut, shown)
         assert key not in shown
     assert secrets.redact(text, partial_tail=True) == "the key is [redacted] ok"
+
+
+async def test_env_allowlist_api_key_env_outside_the_allowlist_is_refused_before_any_request(
+    time_skipping_env, task_queue, wire, monkeypatch
+):
+    """Issue 10, defect 4: `api_key_env` with a `base_url` of the file's choosing cannot send any worker variable."""
+    compatible = next(f for f in FLAVORS if f.id == "openai-compatible")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_worker_token_0123456789")
+    script = wire.script(Reply(text="thanks for the token"))
+    agent = agent_for(compatible, script, tools=[]).model_copy(update={"api_key_env": "GITHUB_TOKEN"})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert result.stop_reason == "error" and "GITHUB_TOKEN" in result.error
+    assert f"{secrets.ALLOWED_ENV_VAR}=GITHUB_TOKEN" in result.error
+    assert script.requests == [], "nothing was sent to the agent file's base_url"
