@@ -53,7 +53,7 @@ class ModelActivities:
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:
-        """Append the new messages to the stored conversation, call the agent's provider, return its turn.
+        """Call the agent's provider on the stored conversation plus the new messages; store both with the answer.
 
         Retryable failures (rate limits, overload, broken streams) are logged in
         one line and raised as BENIGN, so expected retries do not print a
@@ -75,7 +75,7 @@ class ModelActivities:
                 static = await self.transcripts.load_context(request.transcript.chain_id, context_ref)
             else:
                 raise TranscriptError("the model request names no agent: give `context` or `context_ref`")
-            transcript, messages = await self.transcripts.append(request.transcript, request.new_messages)
+            messages = [*await self.transcripts.read(request.transcript), *request.new_messages]
         except TranscriptError as err:
             raise ApplicationError(str(err), type="TranscriptError", non_retryable=True) from err
         agent = providers.effective(static.agent)
@@ -100,13 +100,19 @@ class ModelActivities:
             else:
                 publisher.release()
             publisher.flush_if_shown_differs()
-            return turn.model_copy(
+            turn = turn.model_copy(
                 update={
                     "usage": pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),
-                    "transcript": transcript,
                     "context_ref": context_ref,
+                    "recorded": True,
                 }
             )
+            # The new messages and this answer are stored together, once: the workflow need not send the answer
+            # back with the next call (each message enters history once, in the activity that produced it).
+            transcript, _ = await self.transcripts.append(
+                request.transcript, [*request.new_messages, turn.as_message()]
+            )
+            return turn.model_copy(update={"transcript": transcript})
         except ModelError as err:
             if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
                 provider = agent.model.split(":", 1)[0]

@@ -131,3 +131,10 @@ class AssistantTurn(BaseModel):
     `completed`, `incomplete: max_output_tokens` ...); None from providers that do not say."""
     truncated: bool = False
     """The answer was cut off by the output-token limit (`max_output_tokens`): it is not a finished answer."""
+    recorded: bool = False
+    """The model activity stored this turn (as `as_message()`) after the new messages of its request, in
+    `transcript`: the next request does not carry it again. False from workers older than this field."""
+
+    def as_message(self) -> Message:
+        """The turn as the conversation keeps it, for the model's next call."""
+        return Message(role="assistant", content=self.text, tool_calls=self.tool_calls, provider_raw=self.provider_raw)

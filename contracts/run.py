@@ -139,6 +139,37 @@ class RunState(BaseModel):
     """Runs of the continue-as-new chain so far, this one included."""
     earlier: list[StepArchive] = Field(default_factory=list)
     """Steps of earlier runs of the chain, in storage; they come before `steps`."""
+    metrics: RunMetrics | None = None
+    """Cycles, tokens, latency per tool and totals (seed 002), so far; `RunHandle.state()` fills them in."""
+
+
+class ToolMetrics(BaseModel):
+    """One tool's calls in a run: how many, how they ended, how long they took (Strands' `tool_metrics`)."""
+
+    calls: int = 0
+    successes: int = 0
+    errors: int = 0
+    total_seconds: float = 0.0
+    average_seconds: float = 0.0
+
+
+class RunMetrics(BaseModel):
+    """What the Strands loop collects at the end of a run (seed 002): cycles, tokens, latency per tool, totals."""
+
+    cycles: int = 0
+    """Model calls of the loop (Strands' event-loop cycles)."""
+    model_seconds: float = 0.0
+    """Time spent waiting for the model, over all cycles (retries included)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    tool_calls: int = 0
+    tool_seconds: float = 0.0
+    """Time tool calls took, added up (calls that ran at once each count in full)."""
+    tools: dict[str, ToolMetrics] = Field(default_factory=dict)
+    """Per tool (delegations by the sub-agent's name)."""
+    elapsed_seconds: float = 0.0
+    """Wall-clock time of the run (of the turn, in a turn's result)."""
 
 
 class AgentResult(BaseModel):
@@ -152,6 +183,8 @@ class AgentResult(BaseModel):
     error: str | None = None
     earlier: list[StepArchive] = Field(default_factory=list)
     """Steps of earlier runs of the chain, in storage; they come before `steps` (`RunHandle.result()` joins them)."""
+    metrics: RunMetrics | None = None
+    """Cycles, tokens, latency per tool and totals of the run (of the turn, for a session's turn)."""
 
 
 EventType = Literal[
@@ -215,6 +248,8 @@ class Carried(BaseModel):
     answer: str | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
     """The tools as described when the chain began: the model sees the same list in every run."""
+    metrics: RunMetrics | None = None
+    """The metrics of the steps earlier runs archived (their steps are not carried)."""
 
 
 class TurnInProgress(BaseModel):

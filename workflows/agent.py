@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         QueuedMessage,
         RunEvent,
         RunInput,
+        RunMetrics,
         RunState,
         RunStatus,
         StepArchive,
@@ -123,6 +124,7 @@ class AgentWorkflow:
             self._turn: TurnInProgress | None = None
             self._answer: str | None = None
             self._tools: list[ToolSpec] | None = None
+            self._archived_metrics: RunMetrics | None = None
             if not input.session:
                 self._record_user_message(input.goal, now)
             elif input.goal:  # a session's goal is its first message
@@ -145,6 +147,7 @@ class AgentWorkflow:
             self._turn = carried.turn
             self._answer = carried.answer
             self._tools = carried.tools
+            self._archived_metrics = carried.metrics
         self._status: RunStatus = "running"
 
     @workflow.run
@@ -403,12 +406,14 @@ class AgentWorkflow:
 
     def _end_turn(self, turn: TurnInProgress, stop: StopReason) -> None:
         self._turn = None
+        elapsed = (workflow.now() - turn.started_at).total_seconds()
         result = AgentResult(
             answer=self._answer or "",
             stop_reason=stop,
             steps=self._steps[turn.first_record :],
             usage=self._budget.spent if self._budget else Usage(),
-            elapsed_seconds=(workflow.now() - turn.started_at).total_seconds(),
+            elapsed_seconds=elapsed,
+            metrics=conversation.metrics(self._steps[turn.first_record :], elapsed_seconds=elapsed),
             error=self._error,
         )
         for message_id in self._read_in_turn:
@@ -526,6 +531,7 @@ class AgentWorkflow:
             summary=f"archive {len(self._steps)} steps before continuing as new",
         )
         self._archives.append(archive)
+        self._archived_metrics = conversation.metrics(self._steps, self._archived_metrics)
         self._steps = []
         if self._turn is not None:
             self._turn.first_record = 0
@@ -549,6 +555,7 @@ class AgentWorkflow:
             turn=self._turn,
             answer=self._answer,
             tools=self._tools,
+            metrics=self._archived_metrics,
         )
         return self._input.model_copy(update={"carried": carried})
 
@@ -878,12 +885,14 @@ class AgentWorkflow:
         if self._answer is None:
             self._answer = ""
         self._publish()
+        elapsed = (workflow.now() - self._chain_started).total_seconds()
         return AgentResult(
             answer=self._answer,
             stop_reason=stop,
             steps=self._steps,
             usage=self._usage,
-            elapsed_seconds=(workflow.now() - self._chain_started).total_seconds(),
+            elapsed_seconds=elapsed,
+            metrics=conversation.metrics(self._steps, self._archived_metrics, elapsed),
             error=self._error,
             earlier=self._archives,
         )

@@ -7,7 +7,7 @@ import re
 
 from stalwart.contracts.agent import LoopSettings
 from stalwart.contracts.messages import Message
-from stalwart.contracts.run import RunEvent, StepRecord
+from stalwart.contracts.run import RunEvent, RunMetrics, StepRecord, ToolMetrics
 from stalwart.contracts.tools import ToolSpec
 
 MAX_STEPS_ANSWER = "Reached maximum reasoning steps ({n})"
@@ -52,6 +52,34 @@ def gives_up(text: str, loop: LoopSettings) -> bool:
     return any(re.search(pattern, text, re.IGNORECASE) for pattern in loop.give_up_patterns)
 
 
+TOOL_REMINDER = "Remember your tools and their schemas: {tools}."
+"""Seed 003: "every 10 turns, inject a one-line system reminder: 'Remember your tools and their schemas.'"."""
+
+
+def tool_reminder(tools: list[ToolSpec]) -> str:
+    """The one-line reminder: each tool with its parameters and their types, e.g. `echo(text: string)`."""
+
+    def signature(tool: ToolSpec) -> str:
+        properties = tool.parameters.get("properties") or {}
+        params = ", ".join(
+            f"{name}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}" for name, spec in properties.items()
+        )
+        return f"{tool.name}({params})"
+
+    return TOOL_REMINDER.format(tools="; ".join(signature(t) for t in tools))
+
+
+def reminder_due(step: int, loop: LoopSettings) -> bool:
+    """Whether the model call after `step` calls gets the tool reminder (every `tool_reminder_every` calls)."""
+    every = loop.tool_reminder_every
+    return bool(every) and step > 0 and step % every == 0
+
+
+def gives_up(text: str, loop: LoopSettings) -> bool:
+    """Seed 003's premature giving-up: the answer matches one of `give_up_patterns` (case-insensitive)."""
+    return any(re.search(pattern, text, re.IGNORECASE) for pattern in loop.give_up_patterns)
+
+
 def call_key(workflow_id: str, chain_id: str, step: int, call_id: str) -> str:
     """The idempotency key of one tool call or delegation: `<workflow id>/<chain id>/<step>/<call id>`.
 
@@ -74,6 +102,30 @@ def prune(messages: list[Message], limit: int | None) -> list[Message]:
     while tail and tail[0].role == "tool":
         tail = tail[1:]
     return [messages[0], *tail]
+
+
+def metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elapsed_seconds: float = 0.0) -> RunMetrics:
+    """Seed 002's end-of-run metrics from the step log (after `earlier`, the metrics of archived steps)."""
+    out = (earlier or RunMetrics()).model_copy(deep=True)
+    for step in steps:
+        took = (step.ended_at - step.started_at).total_seconds() if step.ended_at is not None else 0.0
+        if step.role == "assistant":
+            out.cycles += 1
+            out.model_seconds += took
+            out.input_tokens += step.usage.input_tokens
+            out.output_tokens += step.usage.output_tokens
+        elif step.role == "tool" and step.ended_at is not None:
+            tool = out.tools.setdefault(step.tool_name or "?", ToolMetrics())
+            tool.calls += 1
+            tool.errors += step.error is not None
+            tool.successes += step.error is None
+            tool.total_seconds += took
+            tool.average_seconds = tool.total_seconds / tool.calls
+            out.tool_calls += 1
+            out.tool_seconds += took
+    out.total_tokens = out.input_tokens + out.output_tokens
+    out.elapsed_seconds = elapsed_seconds
+    return out
 
 
 def progress_block(step: StepRecord, max_steps: int) -> dict[str, object]:

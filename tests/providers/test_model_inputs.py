@@ -27,8 +27,24 @@ async def test_the_model_activity_runs_alone_from_a_plain_input():
     )
     turn = await ActivityEnvironment().run(models.model_turn, request)
     assert turn.text == "hello back"
-    assert turn.transcript is not None and (turn.transcript.segments, turn.transcript.messages) == (1, 1)
+    assert turn.transcript is not None and (turn.transcript.segments, turn.transcript.messages) == (1, 2)
     assert turn.context_ref is not None
+
+
+async def test_the_model_activity_stores_its_answer_so_the_next_request_carries_only_what_is_new():
+    store = TranscriptStore(MemoryBlobs())
+    models = ModelActivities(store)
+    agent = AgentSpec(name="alone", scripted=[ScriptedReply(text="hello back")])
+    request = ModelRequest(
+        step=1,
+        transcript=TranscriptRef(chain_id="a-chain"),
+        new_messages=[Message(role="user", content="hello")],
+        context=AgentContext(agent=agent, tools=[]),
+    )
+    turn = await ActivityEnvironment().run(models.model_turn, request)
+    assert turn.recorded and turn.transcript is not None
+    stored = await store.read(turn.transcript)
+    assert [(m.role, m.content) for m in stored] == [("user", "hello"), ("assistant", "hello back")]
 
 
 async def test_a_later_call_names_the_agent_and_the_conversation_by_reference_only():
@@ -50,12 +66,12 @@ async def test_a_later_call_names_the_agent_and_the_conversation_by_reference_on
         ModelRequest(
             step=2,
             transcript=first.transcript,
-            new_messages=[Message(role="assistant", content="one"), Message(role="user", content="again")],
+            new_messages=[Message(role="user", content="again")],
             context_ref=first.context_ref,
         ),
     )
     assert second.text == "two"
-    assert second.transcript is not None and second.transcript.messages == 3
+    assert second.transcript is not None and second.transcript.messages == 4
 
 
 async def test_the_prompt_of_a_recorded_step_rebuilt_from_history_and_storage_is_what_the_model_server_received(
