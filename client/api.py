@@ -6,8 +6,8 @@ import asyncio
 import builtins
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -143,6 +143,12 @@ class RunHandle:
         if state.earlier:
             earlier = await self._archived_steps(state.earlier)
             state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
+        if state.metrics is None:  # a live run: its metrics so far, from the whole chain's steps
+            from stalwart.workflows.conversation import metrics
+
+            started = state.steps[0].started_at if state.steps else None
+            elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
+            state = state.model_copy(update={"metrics": metrics(state.steps, elapsed_seconds=elapsed)})
         return state
 
     async def events(self, *, progress: bool = False) -> list[RunEvent]:
@@ -154,6 +160,39 @@ class RunHandle:
 
         steps = (await self.state()).steps
         return events(steps, max_steps=await self.max_steps() if progress else None)
+
+    async def follow(
+        self,
+        callback: Callable[[RunEvent], Awaitable[None] | None],
+        *,
+        poll_interval: float = 0.2,
+        progress: bool = True,
+        skip: Iterable[str] = (),
+    ) -> AgentResult:
+        """Call `callback` with every event of the run as it happens, in order, then return the run's result.
+
+        The Strands loop's callback handler, on the client side: `user_message`, `progress` (unless `progress` is
+        false), `tool_call`, `tool_result`, `tool_error`, `delegation_*`, `agent_response`, `error`, each once its
+        step has recorded it. Delivery is at least once: a consumer that follows again (after a crash, say) is given
+        the events again, with the same `event_id`s, so it can skip what it handled (or pass those ids as `skip`).
+        `callback` may be a coroutine function; an exception it raises ends the following.
+        """
+        from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
+
+        delivered = set(skip)
+        max_steps = await self.max_steps() if progress else None
+        while True:
+            state = await self.state()
+            for event in events(state.steps, max_steps=max_steps):
+                if event.event_id in delivered:
+                    continue
+                delivered.add(event.event_id)
+                outcome = callback(event)
+                if outcome is not None:
+                    await outcome
+            if state.status in _CLOSED_STATUSES:
+                return await self.result()
+            await asyncio.sleep(poll_interval)
 
     async def max_steps(self) -> int:
         """The agent's `max_steps`, as the run was started with it (read from history once)."""
@@ -182,6 +221,7 @@ class RunHandle:
             error=result.error,
             session=run_input.session,
             turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
+            metrics=result.metrics,
         )
 
     async def _archived_steps(self, archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from stalwart.client.api import RunSummary
     from stalwart.contracts.approvals import PendingApproval
-    from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord
+    from stalwart.contracts.run import AgentResult, RunEvent, RunMetrics, RunState, StepRecord
 
 _WIDTH = 160
 _SESSION_STATUSES = ("waiting", "closed", "idle")
@@ -137,8 +137,27 @@ def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     )
     if result.error:
         print(f"error: {result.error}", file=out)
+    if result.metrics is not None:
+        print_metrics(result.metrics, out)
     if ui_url:
         print(f"Temporal UI: {ui_url}", file=out)
+
+
+def print_metrics(metrics: RunMetrics, out: TextIO) -> None:
+    """Seed 002's end-of-run metrics: cycles, tokens, latency per tool, totals."""
+    print(
+        f"metrics: {metrics.cycles} cycle{'' if metrics.cycles == 1 else 's'} · {metrics.total_tokens} tokens "
+        f"({metrics.input_tokens} in / {metrics.output_tokens} out) · model {metrics.model_seconds:.2f}s · "
+        f"{metrics.tool_calls} tool call{'' if metrics.tool_calls == 1 else 's'} {metrics.tool_seconds:.2f}s · "
+        f"{metrics.elapsed_seconds:.2f}s in all",
+        file=out,
+    )
+    for name, tool in sorted(metrics.tools.items()):
+        print(
+            f"  tool {name}: {tool.calls} call{'' if tool.calls == 1 else 's'} ({tool.successes} ok, {tool.errors} "
+            f"failed) · {tool.total_seconds:.2f}s in all · {tool.average_seconds:.2f}s each on average",
+            file=out,
+        )
 
 
 def is_session(state: RunState) -> bool:
@@ -159,6 +178,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -
     if state.error:
         print(f"error: {state.error}", file=out)
     print(f"usage: {state.usage.input_tokens} in / {state.usage.output_tokens} out tokens", file=out)
+    if state.metrics is not None:
+        print_metrics(state.metrics, out)
     if state.status == "waiting":
         print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
     if ui_url:

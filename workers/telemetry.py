@@ -262,7 +262,7 @@ async def sample_approvals_waiting(client: Client, set_gauge: Callable[[int], No
 
 
 @asynccontextmanager
-async def approvals_gauge(client: Client, every: float = APPROVALS_SAMPLE_SECONDS) -> AsyncIterator[None]:
+async def approvals_gauge(client: Client, every: float | None = None) -> AsyncIterator[None]:
     """While the block runs, keep `stalwart_approvals_waiting` at the number of runs awaiting approval.
 
     A gauge of the namespace read from visibility, not counted by workflow code: a run waiting for approval
@@ -282,7 +282,7 @@ async def approvals_gauge(client: Client, every: float = APPROVALS_SAMPLE_SECOND
                 await sample_approvals_waiting(client, lambda n: gauge.set(n, attributes))
             except Exception as err:  # visibility down for a moment: keep the last value, try again
                 logger.debug("cannot count runs awaiting approval: %s", err)
-            await asyncio.sleep(every)
+            await asyncio.sleep(APPROVALS_SAMPLE_SECONDS if every is None else every)
 
     task = asyncio.create_task(sample_forever())
     try:
