@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from stalwart.contracts.agent import LoopSettings
@@ -35,34 +34,6 @@ def tool_reminder(tools: list[ToolSpec]) -> str:
         params = ", ".join(
             f"{name}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}"
             for name, spec in properties.items()
-        )
-        return f"{tool.name}({params})"
-
-    return TOOL_REMINDER.format(tools="; ".join(signature(t) for t in tools))
-
-
-def reminder_due(step: int, loop: LoopSettings) -> bool:
-    """Whether the model call after `step` calls gets the tool reminder (every `tool_reminder_every` calls)."""
-    every = loop.tool_reminder_every
-    return bool(every) and step > 0 and step % every == 0
-
-
-def gives_up(text: str, loop: LoopSettings) -> bool:
-    """Seed 003's premature giving-up: the answer matches one of `give_up_patterns` (case-insensitive)."""
-    return any(re.search(pattern, text, re.IGNORECASE) for pattern in loop.give_up_patterns)
-
-
-TOOL_REMINDER = "Remember your tools and their schemas: {tools}."
-"""Seed 003: "every 10 turns, inject a one-line system reminder: 'Remember your tools and their schemas.'"."""
-
-
-def tool_reminder(tools: list[ToolSpec]) -> str:
-    """The one-line reminder: each tool with its parameters and their types, e.g. `echo(text: string)`."""
-
-    def signature(tool: ToolSpec) -> str:
-        properties = tool.parameters.get("properties") or {}
-        params = ", ".join(
-            f"{name}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}" for name, spec in properties.items()
         )
         return f"{tool.name}({params})"
 
