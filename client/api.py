@@ -465,6 +465,11 @@ class StalwartClient:
         if agent is None:
             return await self.session(session_id).send(message)
         spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        if len(message) > spec.session.max_message_chars:  # the session would refuse it: say so before starting one
+            raise InvalidRunInput(
+                f"the message has {len(message):,} characters, over agent {spec.name!r}'s "
+                f"[session] max_message_chars={spec.session.max_message_chars:,}; shorten it"
+            )
 
         def send() -> Awaitable[AgentResult]:
             operation: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(

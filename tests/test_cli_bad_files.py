@@ -1,0 +1,123 @@
+"""Issue 10, defect 5: agent files that crashed the CLI, files `check` accepted but no worker can run, and
+terminal control characters in model and tool output.
+
+Each bad file must end `stalwart check` with one `error:` line naming the file and the fix (exit 2), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from stalwart.client import render
+from stalwart.client.cli import EXIT_OK, EXIT_USAGE, main
+from stalwart.contracts.messages import Usage
+from stalwart.contracts.run import AgentResult, StepRecord
+
+ESC = "\x1b"
+
+BAD_FILES: dict[str, tuple[bytes | None, str]] = {
+    # name: (content, or None for a directory; what the error must say)
+    "not-utf8": (b'name = "a"\ndescription = "caf\xe9"\n', "not UTF-8"),
+    "binary": (bytes(range(256)) * 4, "not UTF-8"),
+    "utf16": ('name = "a"\n'.encode("utf-16"), "not UTF-8"),
+    "nested-500-arrays": (b'name = "a"\nextra = { x = ' + b"[" * 500 + b"]" * 500 + b" }\n", "nest deeper"),
+    "nested-500-tables": (b'name = "a"\n[extra]\nx = ' + b"{ a = " * 500 + b"1" + b" }" * 500 + b"\n", "nest deeper"),
+    "nested-500-headers": (b'name = "a"\n[extra.' + b".".join([b"a"] * 500) + b"]\n", "nest deeper"),
+    "directory": (None, "is a directory"),
+    "unknown-provider": (b'name = "a"\nmodel = "opnai:gpt-4.1"\n', "provider 'opnai', which no worker knows"),
+    "provider-without-model": (b'name = "a"\nmodel = "openai:"\n', "provider:model-name"),
+    "compatible-without-base-url": (b'name = "a"\nmodel = "openai-compatible:llama3.1"\n', "base_url"),
+    "base-url-not-http": (b'name = "a"\nmodel = "ollama:llama3.1"\nbase_url = "file:///etc"\n', "http://"),
+    "stall-seconds-huge": (b'name = "a"\n[extra]\nstall_seconds = 1e300\n', "extra.stall_seconds"),
+    "stall-seconds-inf": (b'name = "a"\n[extra]\nstall_seconds = inf\n', "extra.stall_seconds"),
+    "first-token-nan": (b'name = "a"\n[extra]\nfirst_token_seconds = nan\n', "extra.first_token_seconds"),
+    "first-token-text": (b'name = "a"\n[extra]\nfirst_token_seconds = "90"\n', "extra.first_token_seconds"),
+    "first-token-zero": (b'name = "a"\n[extra]\nfirst_token_seconds = 0\n', "extra.first_token_seconds"),
+    "stall-seconds-bool": (b'name = "a"\n[extra]\nstall_seconds = true\n', "extra.stall_seconds"),
+    "max-seconds-inf": (b'name = "a"\n[budgets]\nmax_seconds = inf\n', "budgets.max_seconds"),
+    "env-name-with-nul": (
+        b'name = "a"\n[[mcp_servers]]\nname = "m"\ncommand = "x"\nenv = { A = "a\\u0000b" }\n',
+        "NUL",
+    ),
+    "header-with-newline": (
+        b'name = "a"\n[[mcp_servers]]\nname = "m"\nurl = "http://h/mcp"\nheaders = { A = "x\\r\\nEvil: 1" }\n',
+        "line break",
+    ),
+    "api-key-env-not-a-name": (b'name = "a"\nmodel = "openai:gpt-4.1"\napi_key_env = "A B"\n', "api_key_env"),
+    "empty": (b"", "`name` is required"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES), ids=list(BAD_FILES))
+def test_agent_files_that_crashed_the_cli_end_in_one_clean_error(tmp_path, capsys, case):
+    content, said = BAD_FILES[case]
+    path = tmp_path / f"{case}.toml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    code = main(["check", str(path)])
+    out, err = capsys.readouterr()
+    assert code == EXIT_USAGE, (out, err)
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    assert said in err, err
+    assert str(path) in err
+
+
+def test_a_missing_agent_file_is_one_clean_error(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "nowhere.toml")]) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_an_unreadable_agent_file_is_one_clean_error(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    path = tmp_path / "locked.toml"
+    path.write_text('name = "a"\n')
+    path.chmod(0)
+    assert main(["check", str(path)]) == EXIT_USAGE
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def _record(content: str, **more) -> StepRecord:
+    now = datetime.now(UTC)
+    return StepRecord(step=1, role="assistant", content=content, started_at=now, ended_at=now, **more)
+
+
+HOSTILE = f"done{ESC}]0;pwned{chr(7)}{ESC}[2J{ESC}[31mred\r\x9b1Aover\nnext\tcol"
+
+
+def test_terminal_control_characters_in_model_and_tool_output_are_escaped():
+    out = io.StringIO()
+    result = AgentResult(
+        answer=HOSTILE, stop_reason="done", steps=[_record(HOSTILE)], usage=Usage(), elapsed_seconds=1.0, error=HOSTILE
+    )
+    render.print_result(result, None, out)
+    line = render.LiveLine(out)
+    line.delta(2, HOSTILE)
+    line.step(_record(HOSTILE))
+    tool = StepRecord(
+        step=3, role="tool", tool_name="t", arguments={"a": HOSTILE}, result=HOSTILE, started_at=datetime.now(UTC)
+    )
+    line.step(tool)
+    chat = render.ChatView(out, out, live=True)
+    chat.delta(4, HOSTILE)
+    chat.finish(result)
+    shown = out.getvalue()
+    assert not any(char in shown for char in (ESC, "\x07", "\r", "\x9b")), repr(shown)
+    assert "\\x1b[2J" in shown and "\\x07" in shown and "\\x0d" in shown
+    assert "over\nnext\tcol" in shown, "newline and tab pass"
+
+
+def test_the_cli_escapes_control_characters_in_everything_it_prints(tmp_path: Path, capsys):
+    path = tmp_path / f"agent{ESC}[2J.toml"
+    path.write_text('name = "a"\n')
+    assert main(["check", str(path)]) == EXIT_OK
+    err = capsys.readouterr().err
+    assert ESC not in err and "agent\\x1b[2J.toml" in err
