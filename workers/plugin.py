@@ -119,14 +119,17 @@ class StalwartPlugin(SimplePlugin):
         config = super().configure_worker(config)
         client = config.get("client")
         config = self._one_tracing_interceptor(config)
-        if self.metrics_port is not None and client is not None:
-            if not telemetry.runtime_serves(client.service_client.config.runtime, self.metrics_port):
-                raise ValueError(
-                    f"metrics_port={self.metrics_port!r} needs the worker's client to run on the runtime that serves "
-                    "them, made before it connects: connect with stalwart.client.connection.connect(metrics_port=...) "
-                    "or Client.connect(..., runtime=stalwart.workers.telemetry.metrics_runtime(port)), or pass "
-                    "StalwartPlugin(metrics_port=...) to Client.connect instead of the worker"
-                )
+        if (
+            self.metrics_port is not None
+            and client is not None
+            and not telemetry.runtime_serves(client.service_client.config.runtime, self.metrics_port)
+        ):
+            raise ValueError(
+                f"metrics_port={self.metrics_port!r} needs the worker's client to run on the runtime that serves "
+                "them, made before it connects: connect with stalwart.client.connection.connect(metrics_port=...) "
+                "or Client.connect(..., runtime=stalwart.workers.telemetry.metrics_runtime(port)), or pass "
+                "StalwartPlugin(metrics_port=...) to Client.connect instead of the worker"
+            )
         if client is not None:
             current = client.data_converter
             wanted = stalwart_converter(current, self.storage)

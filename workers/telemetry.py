@@ -202,7 +202,9 @@ class _WorkflowSpan:
 class TelemetryInterceptor(Interceptor):
     """Lends workflow code its span factory (`stalwart.workflows.telemetry.span`) when the worker traces."""
 
-    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor] | None:
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
         input.unsafe_extern_functions[SPAN_FUNCTION] = _WorkflowSpan
         return None
 

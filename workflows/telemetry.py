@@ -85,7 +85,9 @@ def run_finished(agent: str, stop_reason: str, *, session: bool) -> None:
 
 
 def approval_requested(agent: str, tool: str) -> None:
-    _count("stalwart_approvals_requested_total", "Tool calls held for a person's approval", {"agent": agent, "tool": tool})
+    _count(
+        "stalwart_approvals_requested_total", "Tool calls held for a person's approval", {"agent": agent, "tool": tool}
+    )
 
 
 def agent_attributes(agent: str, model: str, *, conversation_id: str | None = None) -> dict[str, Attribute]:
@@ -116,9 +118,9 @@ def tool_attributes(name: str, call_id: str, kind: str, step: int) -> dict[str, 
     }
 
 
-def outcome_attributes(stop_reason: str, steps: int, input_tokens: int, output_tokens: int, cost_usd: float) -> dict[
-    str, Attribute
-]:
+def outcome_attributes(
+    stop_reason: str, steps: int, input_tokens: int, output_tokens: int, cost_usd: float
+) -> dict[str, Attribute]:
     """What a run or turn spent and why it stopped, set when its span ends."""
     return {
         "stalwart.stop_reason": stop_reason,

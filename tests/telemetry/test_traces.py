@@ -30,7 +30,12 @@ EXPECTED = (
         ("chat gpt-4.1-mini", ()),
         (
             "execute_tool researcher",
-            (("invoke_agent researcher", (("chat gpt-4.1-mini", ()), ("execute_tool echo", ()), ("chat gpt-4.1-mini", ()))),),
+            (
+                (
+                    "invoke_agent researcher",
+                    (("chat gpt-4.1-mini", ()), ("execute_tool echo", ()), ("chat gpt-4.1-mini", ())),
+                ),
+            ),
         ),
         ("chat gpt-4.1-mini", ()),
     ),
@@ -89,16 +94,19 @@ async def test_a_run_is_one_span_tree_with_sub_agents_nested_under_their_call(de
     assert lead_run.attributes["stalwart.stop_reason"] == "done"
     assert lead_run.attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
     first_chat = min((s for s in spans if s.name.startswith("chat")), key=lambda s: s.start_time)
-    assert dict(first_chat.attributes).items() >= {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.system": "openai",
-        "gen_ai.request.model": "gpt-4.1-mini",
-        "gen_ai.response.model": "gpt-4.1-mini",
-        "gen_ai.usage.input_tokens": 30,
-        "gen_ai.usage.output_tokens": 5,
-        "gen_ai.agent.name": "lead",
-    }.items()
+    assert (
+        dict(first_chat.attributes).items()
+        >= {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.system": "openai",
+            "gen_ai.request.model": "gpt-4.1-mini",
+            "gen_ai.response.model": "gpt-4.1-mini",
+            "gen_ai.usage.input_tokens": 30,
+            "gen_ai.usage.output_tokens": 5,
+            "gen_ai.agent.name": "lead",
+        }.items()
+    )
     assert first_chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
     tool = next(s for s in spans if s.name == "execute_tool calculator")
     assert tool.attributes["gen_ai.tool.name"] == "calculator"
