@@ -1,0 +1,92 @@
+"""Tracing is on when an OTLP endpoint is set or a tracer provider is given, and costs nothing otherwise:
+no OpenTelemetry SDK loaded, no interceptor, `import stalwart` and `stalwart --help` untouched. A client that
+traces carries the caller's current span into the run, so the run's spans join the caller's trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+from span_trees import spans_of_trace
+
+from stalwart.client.connection import connect
+from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.names import WORKFLOW_TYPE
+from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.workers.worker import build_worker
+
+PROBE = """
+import sys
+{before}
+from stalwart.workers.plugin import StalwartPlugin
+plugin = StalwartPlugin()
+from opentelemetry import trace
+print(plugin.tracing, type(trace.get_tracer_provider()).__name__,
+      sorted({{m.split(".")[1] for m in sys.modules if m.startswith("opentelemetry.") and m.count(".")}} & {{"sdk"}}),
+      "temporalio.contrib.opentelemetry" in sys.modules)
+"""
+
+
+def _python(code: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk():
+    assert _python(PROBE.format(before="")) == "False ProxyTracerProvider [] False"
+
+
+def test_an_otlp_endpoint_turns_tracing_on():
+    out = _python(PROBE.format(before=""), OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318")
+    assert out == "True ReplaySafeTracerProvider ['sdk'] True"
+
+
+def test_otel_sdk_disabled_wins_over_an_endpoint():
+    out = _python(
+        PROBE.format(before=""), OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_SDK_DISABLED="true"
+    )
+    assert out == "False ProxyTracerProvider [] False"
+
+
+def test_import_and_help_load_no_opentelemetry():
+    code = (
+        "import sys, contextlib, io\n"
+        "import stalwart\n"
+        "from stalwart.client import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        cli.main(['--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    assert _python(code, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318") == "[]"
+
+
+async def test_a_traced_client_puts_the_run_under_the_callers_span(dev_env, traced):
+    from opentelemetry import trace
+    from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
+
+    client = await connect(dev_env.address, from_config=False)  # traces, as the process does
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    agent = AgentSpec(name="greeter", scripted=[ScriptedReply(text="Hello.")])
+    worker = build_worker(client, task_queue=task_queue)
+    interceptors = [*client.config()["interceptors"], *worker.config(active_config=True)["interceptors"]]
+    assert sum(isinstance(i, OpenTelemetryInterceptor) for i in interceptors) == 1, "each span would be made twice"
+    async with worker:
+        with trace.get_tracer("the-callers-app").start_as_current_span("handle request") as caller:
+            await client.execute_workflow(
+                WORKFLOW_TYPE,
+                RunInput(agent=agent, goal="Say hello"),
+                id=f"traced-{uuid.uuid4().hex[:8]}",
+                task_queue=task_queue,
+                result_type=AgentResult,
+            )
+    spans = spans_of_trace(traced.get_finished_spans(), root_name="handle request")
+    run = next(s for s in spans if s.name == "invoke_agent greeter")
+    assert run.parent is not None and run.parent.span_id == caller.get_span_context().span_id
+    assert [s.name for s in spans if s.parent and s.parent.span_id == run.context.span_id] == ["chat scripted"]
