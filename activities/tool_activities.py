@@ -23,6 +23,7 @@ from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.activities.mcp import (
     McpConfigError,
+    McpHandshakeTimeout,
     McpPool,
     McpServerExited,
     McpToolError,
@@ -85,7 +86,8 @@ class ToolActivities:
         except (McpConfigError, BindingError) as err:
             raise ApplicationError(str(err), type=type(err).__name__, non_retryable=True) from err
         except McpUnavailable as err:
-            raise ApplicationError(str(err), type="McpUnavailable") from err
+            final = isinstance(err, McpHandshakeTimeout) and activity.info().attempt >= err.MAX_ATTEMPTS
+            raise ApplicationError(str(err), type=type(err).__name__, non_retryable=final) from err
 
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRequest) -> ToolResult:
@@ -97,6 +99,10 @@ class ToolActivities:
         call, spec = request.call, request.tool
         refuse_after(request.deadline, f"tool call {call.name} ({call.id})")
         named = self.registry.get(call.name)
+        if named is not None and spec.server is not None and named.kind != spec.kind:
+            # An MCP tool that kept its name because the agent does not use the worker's tool of that name:
+            # the call is the server's.
+            named = None
         by_kind = self.registry.kind_handler(spec.kind) or (self._call_mcp if spec.kind == "mcp" else None)
         if named is None and by_kind is None:
             return ToolResult.failure(
@@ -119,6 +125,10 @@ class ToolActivities:
                     content = await named(arguments, context)
                 else:
                     content = render_result(await by_kind(spec, arguments, context))  # type: ignore[misc]
+        except McpHandshakeTimeout as err:
+            if activity.info().attempt >= err.MAX_ATTEMPTS:
+                return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)
+            raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
         except RetryableToolError as err:
             raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
         except ToolArgumentsError as err:
@@ -134,9 +144,8 @@ class ToolActivities:
         if not agent.mcp_servers:
             return []
         listed = await asyncio.gather(*(self.mcp.list_tools(server) for server in agent.mcp_servers))
-        return catalog.tool_specs(
-            list(zip(agent.mcp_servers, listed, strict=True)), taken=self.registry.names(), own=agent.tools
-        )
+        own = [*agent.tools, *(sub.name for sub in agent.sub_agents)]
+        return catalog.tool_specs(list(zip(agent.mcp_servers, listed, strict=True)), own=own)
 
     async def _call_mcp(self, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> str:
         if spec.server is None:

@@ -271,6 +271,13 @@ class _McpServerBase(_Strict):
     tools: list[str] | None = Field(
         None, description="Only these tools of the server are offered; all of them when unset."
     )
+    handshake_seconds: float = _seconds(
+        30.0,
+        description=(
+            "How long the server may take to start and answer the MCP handshake (`initialize`) before the call "
+            "fails naming it; raise it for a server that is slow to start (e.g. `npx` downloading it)."
+        ),
+    )
 
     @field_validator("name")
     @classmethod

@@ -192,7 +192,11 @@ class AgentWorkflow:
         except _ContinueAsNew:
             # Raised only with no `send` waiting and the steps archived, so this wait does not yield.
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(self._carry())
+            # The next run starts on the deployment's current version (worker versioning), even when this
+            # one is pinned to an older one: long runs and sessions move to new code between runs.
+            workflow.continue_as_new(
+                self._carry(), initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE
+            )
         except asyncio.CancelledError:
             self._close_open_steps("cancelled")
             stop = "cancelled"
@@ -334,7 +338,7 @@ class AgentWorkflow:
         while True:
             self._status = "waiting"
             self._publish()
-            if not self._queued and not self._closing and self._continue_as_new_due():
+            if not self._queued and not self._closing and (self._continue_as_new_due() or self._outdated()):
                 self._continuing = True  # from here `send` is refused as retryable: the next run takes it
                 await self._archive_steps()
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -517,6 +521,11 @@ class AgentWorkflow:
         if limit is not None:
             return info.get_current_history_length() >= limit
         return info.is_continue_as_new_suggested()
+
+    def _outdated(self) -> bool:
+        """A newer worker deployment version has become current since this run started (worker versioning):
+        a session at rest continues as new onto it instead of keeping its pinned old version for weeks."""
+        return workflow.info().is_target_worker_deployment_version_changed()
 
     async def _archive_steps(self) -> None:
         """Keep this run's steps in storage; the next run starts its log empty and names the archives."""

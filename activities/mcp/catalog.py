@@ -1,10 +1,11 @@
 """MCP tools as the loop's `ToolSpec`s, and the rule that keeps every tool name unambiguous.
 
-Naming policy: an MCP tool keeps its own name unless that name is taken -
-by one of the agent's `tools`, by a tool the worker registers (whose handler
-would otherwise answer calls by name), or by a tool of another of the
-agent's MCP servers. Then every MCP tool of that name is offered as
-`<server>__<tool>`. The agent's own `tools` never change name. Characters
+Naming policy: an MCP tool keeps its own name unless that name is taken
+within the agent - by one of the agent's `tools` or sub-agents, or by a tool
+of another of the agent's MCP servers. Then every MCP tool of that name is
+offered as `<server>__<tool>`. A tool the worker registers but the agent
+does not use takes no name: calls of an MCP tool go to its server whatever
+the worker registers (`ToolActivities.run_tool`). The agent's own `tools` never change name. Characters
 that model APIs refuse in tool names (anything but letters, digits, `_` and
 `-`) become `_`. If a name is still not unique after that, describing the
 tools fails and says which tools clash and how to drop one (a server's
@@ -42,13 +43,10 @@ def allowed(spec: McpServerSpec, tools: Sequence[Tool]) -> list[Tool]:
     return [tool for tool in tools if tool.name in spec.tools]
 
 
-def tool_specs(
-    servers: Sequence[tuple[McpServerSpec, Sequence[Tool]]], taken: Collection[str], own: Collection[str]
-) -> list[ToolSpec]:
+def tool_specs(servers: Sequence[tuple[McpServerSpec, Sequence[Tool]]], own: Collection[str]) -> list[ToolSpec]:
     """ToolSpecs for the servers' (allowed) tools, named by the policy above.
 
-    `taken` is every name a handler answers to in this worker; `own` the
-    agent's own tool names, which the result must not repeat.
+    `own` is the agent's own tool and sub-agent names, which the result must not repeat.
     """
     kept = [(spec, tool) for spec, tools in servers for tool in allowed(spec, tools)]
     counts = Counter(_safe(tool.name) for _, tool in kept)
@@ -56,10 +54,10 @@ def tool_specs(
     for spec, tool in kept:
         # Clashes are judged on the name the model will see (and the worker dispatch on), not the raw one.
         name = _safe(tool.name)
-        if counts[name] > 1 or name in taken or name in own:
+        if counts[name] > 1 or name in own:
             name = _safe(f"{spec.name}{SEPARATOR}{tool.name}")
         specs.append(_spec(spec, tool, name))
-    _check_unique(specs, taken, own)
+    _check_unique(specs, own)
     return specs
 
 
@@ -82,10 +80,8 @@ def _spec(server: McpServerSpec, tool: Tool, name: str) -> ToolSpec:
     )
 
 
-def _check_unique(specs: Sequence[ToolSpec], taken: Collection[str], own: Collection[str]) -> None:
-    owners: dict[str, list[str]] = {name: ["a tool this worker registers"] for name in taken}
-    for name in own:
-        owners[name] = ["the agent's `tools`"]
+def _check_unique(specs: Sequence[ToolSpec], own: Collection[str]) -> None:
+    owners: dict[str, list[str]] = {name: ["the agent's `tools`"] for name in own}
     for spec in specs:
         assert spec.server is not None
         owners.setdefault(spec.name, []).append(

@@ -30,6 +30,18 @@ def _client_info() -> Implementation:
     return Implementation(name="stalwart", version=own_version)
 
 
+CLOSE_SECONDS = 5.0
+"""How long a closing session may take to end by itself (a stdio server to exit) before it is cancelled."""
+
+
+class HandshakeTimeout(Exception):
+    """The server did not finish the MCP handshake in time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer to the MCP handshake within {seconds:g}s")
+        self.seconds = seconds
+
+
 class McpConnection:
     """A session with one server; `alive` turns False once the server can answer nothing more."""
 
@@ -55,24 +67,45 @@ class McpConnection:
         )
 
     async def open(self) -> None:
-        """Start the server (or reach it) and finish the MCP handshake; raises what stopped it."""
+        """Start the server (or reach it) and finish the MCP handshake within `spec.handshake_seconds`.
+
+        Raises what stopped it, or `HandshakeTimeout`. However `open` ends without a session (a deadline,
+        an error, the caller cancelled as the worker shuts down), the half-open session is torn down at
+        once: a server that never answers does not hold the caller or the worker's shutdown.
+        """
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         # A fresh context: the session outlives the activity that happened to open it.
         self._owner = asyncio.create_task(
             self._own(ready), name=f"mcp server {self.spec.name}", context=contextvars.Context()
         )
         try:
-            self._client = await ready
+            async with asyncio.timeout(self.spec.handshake_seconds):
+                self._client = await asyncio.shield(ready)
+        except TimeoutError:
+            await self._abandon()
+            raise HandshakeTimeout(self.spec.handshake_seconds) from None
         except BaseException:
-            self._closing.set()
-            await asyncio.gather(self._owner, return_exceptions=True)
+            await self._abandon()
             raise
 
     async def close(self) -> None:
+        """End the session; one still in its handshake, or slow to end, is cancelled after `CLOSE_SECONDS`."""
+        self._closing.set()
+        owner = self._owner
+        if owner is not None and not owner.done():
+            if self._client is None:
+                owner.cancel()
+            _, pending = await asyncio.wait({owner}, timeout=CLOSE_SECONDS)
+            if pending:
+                owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+        self._client = None
+
+    async def _abandon(self) -> None:
         self._closing.set()
         if self._owner is not None:
+            self._owner.cancel()
             await asyncio.gather(self._owner, return_exceptions=True)
-        self._client = None
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         try:

@@ -15,6 +15,16 @@ class McpUnavailable(RetryableToolError):
     """The server could not be reached just now; Temporal retries the activity with backoff."""
 
 
+class McpHandshakeTimeout(McpUnavailable):
+    """The server did not finish the MCP handshake within its `handshake_seconds`.
+
+    Tried once more (a server that was slow the first time, such as `npx` fetching it, may be quick the
+    second), then final: the call fails naming the server, what was started or reached, and the fix.
+    """
+
+    MAX_ATTEMPTS = 2
+
+
 class McpToolError(Exception):
     """The server answered the call with an error (`isError` or a protocol error): feedback for the model."""
 

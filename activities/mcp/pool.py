@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import shlex
 from typing import Any
 
@@ -15,14 +16,15 @@ import httpx2
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool
 
-from stalwart.activities.mcp.connection import McpConnection
+from stalwart.activities.mcp.connection import HandshakeTimeout, McpConnection
 from stalwart.activities.mcp.errors import (
     McpConfigError,
+    McpHandshakeTimeout,
     McpServerExited,
     McpToolError,
     McpUnavailable,
 )
-from stalwart.contracts.agent import McpServerSpec, McpStdioServer
+from stalwart.contracts.agent import McpHttpServer, McpServerSpec, McpStdioServer
 
 logger = logging.getLogger(__name__)
 
@@ -54,16 +56,39 @@ class McpPool:
                 del self._connections[key]
                 await current.close()
             connection = McpConnection(spec)
+            failure: BaseException | None = None
             try:
                 await connection.open()
             except asyncio.CancelledError:
                 raise
             except BaseException as err:
-                raise _connect_error(spec, _leaf(err) or err) from err
+                failure = err
+            if failure is not None:
+                # Raised outside the handler, from the innermost cause: the MCP client wraps every failure in
+                # task-group ExceptionGroups, whose message ("unhandled errors in a TaskGroup") explains nothing
+                # and whose members would chain back to themselves (a cycle the failure converter recurses on).
+                # The message carries the cause: a run's error is the innermost message of the chain, so none follows.
+                cause = _leaf(failure) or failure
+                logger.debug("MCP server %r: connecting failed", spec.name, exc_info=cause)
+                raise _connect_error(spec, cause) from None
             self._connections[key] = connection
             return connection
 
     async def list_tools(self, spec: McpServerSpec) -> list[Tool]:
+        try:
+            return await self._list_tools(spec)
+        except _SessionRejected as rejected:
+            # The server forgot our session (it restarted): a new session is all it takes, and listing is safe
+            # to repeat. A second rejection is the server's answer.
+            await self._reconnecting(spec, rejected)
+            try:
+                return await self._list_tools(spec)
+            except _SessionRejected as again:
+                raise McpUnavailable(
+                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again.error})"
+                ) from again.error
+
+    async def _list_tools(self, spec: McpServerSpec) -> list[Tool]:
         connection = await self.connection(spec)
         tools: list[Tool] = []
         cursor: str | None = None
@@ -75,20 +100,52 @@ class McpPool:
                 if cursor is None:
                     return tools
         except MCPError as err:
+            # Before CONNECTION_CLOSED: TypeScript servers send their "Bad Request" rejections with its code.
+            if _session_rejected(spec, err):
+                await self._discard(spec, connection)
+                raise _SessionRejected(err) from err
             if err.code == CONNECTION_CLOSED:
                 await self._discard(spec, connection)
                 raise McpUnavailable(f"MCP server {spec.name!r} went away while listing its tools") from err
             raise McpConfigError(
-                f"MCP server {spec.name!r} cannot list its tools: {err}. Is it an MCP server with tools?"
+                f"MCP server {spec.name!r} ({_where(spec)}) cannot list its tools: {err}. "
+                f"Is it an MCP server with tools?"
             ) from err
         raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
 
+    async def _reconnecting(self, spec: McpServerSpec, rejected: _SessionRejected) -> None:
+        logger.warning(
+            "MCP server %r (%s) rejected its session (%s): it has probably restarted; reconnecting with a new session",
+            spec.name,
+            _where(spec),
+            rejected.error,
+        )
+
     async def call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call a tool; an error the server reports is raised as `McpToolError` for the model to read."""
+        """Call a tool; an error the server reports is raised as `McpToolError` for the model to read.
+
+        A server that rejects the session (it restarted and forgot it) did not run the call, so the call is
+        made once more on a new session."""
+        try:
+            return await self._call_tool(spec, name, arguments)
+        except _SessionRejected as rejected:
+            await self._reconnecting(spec, rejected)
+            try:
+                return await self._call_tool(spec, name, arguments)
+            except _SessionRejected as again:
+                raise McpUnavailable(
+                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again.error})"
+                ) from again.error
+
+    async def _call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
         connection = await self.connection(spec)
         try:
             result = await connection.client.call_tool(name, arguments)
         except MCPError as err:
+            # Before CONNECTION_CLOSED: TypeScript servers send their "Bad Request" rejections with its code.
+            if _session_rejected(spec, err):
+                await self._discard(spec, connection)
+                raise _SessionRejected(err) from err
             if err.code == CONNECTION_CLOSED:
                 await self._discard(spec, connection)
                 if isinstance(_leaf(connection.failure), _NOT_SENT):
@@ -135,9 +192,49 @@ def _leaf(err: BaseException | None) -> BaseException | None:
     return err
 
 
+class _SessionRejected(Exception):
+    """The server refused a request of a session it no longer knows; a new session may succeed."""
+
+    def __init__(self, error: MCPError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_SESSION_ERROR = re.compile(r"session|not initiali[sz]ed", re.IGNORECASE)
+
+
+def _session_rejected(spec: McpServerSpec, err: MCPError) -> bool:
+    """Whether an HTTP server refused the request for its session, not for what it asked.
+
+    A restarted server forgets its sessions: Python servers answer the old session id with 404 ("Session not
+    found", or the client's "Session terminated"), the official TypeScript ones with 400 ("Bad Request: No
+    valid session ID provided", "Server not initialized"). Any such answer means: open a new session.
+    """
+    return isinstance(spec, McpHttpServer) and bool(_SESSION_ERROR.search(err.error.message or ""))
+
+
+def _where(spec: McpServerSpec) -> str:
+    if isinstance(spec, McpStdioServer):
+        return f"`{shlex.join([spec.command, *spec.args])}`"
+    return spec.url
+
+
 def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
     if isinstance(err, McpConfigError):
         return err
+    if isinstance(err, HandshakeTimeout):
+        if isinstance(spec, McpStdioServer):
+            where = f" in {spec.cwd}" if spec.cwd else ""
+            return McpHandshakeTimeout(
+                f"MCP server {spec.name!r}: `{shlex.join([spec.command, *spec.args])}`{where} started but did not "
+                f"answer the MCP handshake within {err.seconds:g}s. Run that command yourself: an MCP server over "
+                f"stdio waits for JSON-RPC on stdin. If it is just slow to start, raise `handshake_seconds` of that "
+                f"server in the agent file."
+            )
+        return McpHandshakeTimeout(
+            f"MCP server {spec.name!r}: {spec.url} did not answer the MCP handshake within {err.seconds:g}s. "
+            f"Check that it is an MCP endpoint and not overloaded, or raise `handshake_seconds` of that server."
+        )
     if isinstance(spec, McpStdioServer):
         command = shlex.join([spec.command, *spec.args])
         where = f" in {spec.cwd}" if spec.cwd else ""
@@ -154,6 +251,11 @@ def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
         return McpConfigError(
             f"MCP server {spec.name!r}: {spec.url} answered HTTP {err.response.status_code}. "
             f"Check `url` and `headers` in the agent file."
+        )
+    if isinstance(err, MCPError):
+        return McpUnavailable(
+            f"MCP server {spec.name!r}: {spec.url} refused the MCP handshake ({err}). "
+            "Check that `url` is the server's MCP endpoint (often ending in /mcp) and that the server is running."
         )
     return McpUnavailable(
         f"MCP server {spec.name!r}: cannot reach {spec.url} ({type(err).__name__}: {err}). "

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from activity_calls import describe
+from activity_calls import call, describe
 from mcp_test_servers import http_demo, stdio_demo
 from temporalio.exceptions import ApplicationError
 
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools.registry import ToolRegistry, tool
 from stalwart.contracts.agent import AgentSpec, McpStdioServer
+from stalwart.workers.worker import default_registry
 
 
 async def test_stdio_server_tools_are_described_as_mcp_tools(tool_activities):
@@ -62,19 +63,40 @@ async def test_tool_name_a_model_api_would_refuse_is_made_safe(tool_activities):
     assert tools["kb_search"].remote_name == "kb.search"
 
 
-async def test_mcp_tool_whose_safe_name_is_a_worker_tool_is_prefixed():
-    @tool(name="kb_search")
-    def kb_search(topic: str) -> str:
-        """A worker tool with the name the server's `kb.search` would be made safe to."""
-        return topic
+@tool(name="kb_search")
+def kb_search(topic: str) -> str:
+    """A worker tool with the name the server's `kb.search` would be made safe to."""
+    return f"worker: {topic}"
 
+
+async def test_mcp_tool_whose_safe_name_is_a_tool_of_the_agent_is_prefixed():
     activities = ToolActivities(ToolRegistry([kb_search]))
     try:
-        tools = await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["kb.search"])]))
+        tools = await describe(
+            activities, AgentSpec(name="a", tools=["kb_search"], mcp_servers=[stdio_demo(tools=["kb.search"])])
+        )
     finally:
         await activities.aclose()
-    assert list(tools) == ["demo__kb_search"]
+    assert sorted(tools) == ["demo__kb_search", "kb_search"]
     assert (tools["demo__kb_search"].kind, tools["demo__kb_search"].remote_name) == ("mcp", "kb.search")
+
+
+async def test_mcp_tool_is_renamed_only_on_a_real_clash_within_the_agent():
+    """Issue 11, defect 2: the worker registers `echo` and `kb_search`, the agent uses neither: the MCP tools keep
+    their names (`echo`, not `demo__echo`), and a call of each reaches the MCP server, not the worker's tool."""
+    registry = default_registry()
+    registry.register(kb_search)
+    activities = ToolActivities(registry)
+    try:
+        assert "echo" in activities.registry.names()
+        tools = await describe(activities, AgentSpec(name="a", mcp_servers=[stdio_demo(tools=["echo", "kb.search"])]))
+        assert sorted(tools) == ["echo", "kb_search"]
+        echoed = await call(activities, tools["echo"], {"text": "hi"})
+        searched = await call(activities, tools["kb_search"], {"query": "q"})
+    finally:
+        await activities.aclose()
+    assert (echoed.is_error, echoed.content) == (False, "mcp echo: hi")
+    assert (searched.is_error, searched.content) == (False, "kb results for q")
 
 
 @tool(name="demo__add")
@@ -89,24 +111,17 @@ def add(a: int) -> int:
     return a
 
 
-@pytest.mark.parametrize(
-    ("agent_tools", "source"),
-    [
-        pytest.param([], "a tool this worker registers", id="a-worker-tool-not-the-agents"),
-        pytest.param(["demo__add"], "the agent's `tools`", id="one-of-the-agents-tools"),
-    ],
-)
-async def test_prefixed_name_that_is_already_taken_fails_clearly_naming_both_sources(
-    agent_tools: list[str], source: str
-):
+async def test_prefixed_name_that_is_already_taken_fails_clearly_naming_both_sources():
     activities = ToolActivities(ToolRegistry([prefixed_add, add]))
     try:
         with pytest.raises(ApplicationError) as caught:
-            await describe(activities, AgentSpec(name="a", tools=agent_tools, mcp_servers=[stdio_demo(tools=["add"])]))
+            await describe(
+                activities, AgentSpec(name="a", tools=["add", "demo__add"], mcp_servers=[stdio_demo(tools=["add"])])
+            )
     finally:
         await activities.aclose()
     assert caught.value.non_retryable
-    assert f"'demo__add' comes from {source} and MCP server 'demo' (tool 'add')" in caught.value.message
+    assert "'demo__add' comes from the agent's `tools` and MCP server 'demo' (tool 'add')" in caught.value.message
 
 
 async def test_server_command_that_does_not_exist_fails_with_the_fix(tool_activities):
