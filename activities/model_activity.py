@@ -15,14 +15,15 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from stalwart.activities import pricing, protocols, providers, telemetry
 from stalwart.activities import usage as token_usage
 from stalwart.activities.budget_guard import refuse_after
-from stalwart.activities.context_window import model_window
+from stalwart.activities.context_window import model_window, overflows, summary_context
 from stalwart.activities.providers.base import ModelError, ModelGarbledError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
 from stalwart.contracts.activities import LONG_RATE_LIMIT, ModelContext, ModelRequest
-from stalwart.contracts.messages import AssistantTurn
+from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.messages import AssistantTurn, Message
 from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
 
@@ -84,11 +85,13 @@ class ModelActivities:
             agent=agent,
             step=request.step,
             tools=static.tools,
-            messages=model_window(messages, agent),
+            messages=model_window(messages, agent, request.transcript),
             tools_enabled=request.tools_enabled,
         )
         try:
             price = pricing.price_for(context.agent)
+            if request.summarize or overflows(messages, agent, request.transcript):
+                return await self._summary(request, agent, messages, context_ref, price)
             provider = protocols.wrap(
                 as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format
             )
@@ -139,6 +142,33 @@ class ModelActivities:
                 next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
                 category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
             ) from err
+
+    async def _summary(
+        self,
+        request: ModelRequest,
+        agent: AgentSpec,
+        messages: list[Message],
+        context_ref: str | None,
+        price: pricing.Price | None,
+    ) -> AssistantTurn:
+        """Context strategy `summarize`: say that the conversation overflows (storing the request's new messages, no
+        model called), or, asked to (`request.summarize`), have the model write the summary of its older messages."""
+        if not request.summarize:
+            transcript, _ = await self.transcripts.append(request.transcript, request.new_messages)
+            return AssistantTurn(needs_summary=True, transcript=transcript, context_ref=context_ref, recorded=True)
+        context, after = summary_context(messages, agent, request.transcript, request.step)
+        publisher = AnswerPublisher(request.step, activity.heartbeat, hold=True)  # a summary is never an answer
+        async with keepalive(publisher):
+            turn = await as_streaming(providers.resolve(agent, self.clients)).complete(context, publisher)
+        publisher.tool_call()
+        return AssistantTurn(
+            text=turn.text,
+            usage=pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),
+            model=turn.model,
+            transcript=after.model_copy(update={"summary": turn.text}),
+            context_ref=context_ref,
+            recorded=True,
+        )
 
 
 def _too_long_to_retry_here(wait: float, info: activity.Info, request: ModelRequest) -> bool:

@@ -96,11 +96,12 @@ class TranscriptStore:
             return ref, messages
         data = _MESSAGES.dump_json(new)
         await self._blobs.put(self._segment_key(ref.chain_id, ref.segments), data)
-        after = TranscriptRef(
-            chain_id=ref.chain_id,
-            segments=ref.segments + 1,
-            messages=ref.messages + len(new),
-            sha256=chained(ref.sha256, data),
+        after = ref.model_copy(  # the summary, if any, stays with the conversation
+            update={
+                "segments": ref.segments + 1,
+                "messages": ref.messages + len(new),
+                "sha256": chained(ref.sha256, data),
+            }
         )
         messages = [*messages, *new]
         self._remember(after, messages)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from temporalio.client import Client, WorkflowHistory
 
-from stalwart.activities.context_window import model_window
+from stalwart.activities.context_window import model_window, summary_context
 from stalwart.activities.storage.config import ObjectStore
 from stalwart.activities.transcripts import TranscriptStore
 from stalwart.contracts.activities import ModelContext, ModelRequest
@@ -29,7 +29,9 @@ async def chain_histories(client: Client, workflow_id: str) -> list[WorkflowHist
 
 
 async def model_request_at(client: Client, histories: list[WorkflowHistory], step: int) -> ModelRequest:
-    """The input of the model activity of `step`, as history recorded it."""
+    """The input of the model activity of `step`, as history recorded it (of its summary call, for a step that
+    summarised the conversation: the call before it only found that the conversation overflowed)."""
+    found: ModelRequest | None = None
     for history in histories:
         for event in history.events:
             scheduled = event.activity_task_scheduled_event_attributes
@@ -37,8 +39,10 @@ async def model_request_at(client: Client, histories: list[WorkflowHistory], ste
                 scheduled.activity_type.name == MODEL_ACTIVITY
             ):
                 [request] = await client.data_converter.decode(list(scheduled.input.payloads), [ModelRequest])
-                if request.step == step:
-                    return request
+                if request.step == step and (found is None or request.summarize):
+                    found = request
+    if found is not None:
+        return found
     raise LookupError(f"no model call of step {step} in the history of {histories[-1].workflow_id}")
 
 
@@ -58,10 +62,12 @@ async def model_input_at(
             raise LookupError(f"the model call of step {step} names no agent")
         static = await transcripts.load_context(chain, request.context_ref)
     messages = [*await transcripts.read(request.transcript), *request.new_messages]
+    if request.summarize:
+        return summary_context(messages, static.agent, request.transcript, step)[0]
     return ModelContext(
         agent=static.agent,
         step=step,
         tools=static.tools,
-        messages=model_window(messages, static.agent),
+        messages=model_window(messages, static.agent, request.transcript),
         tools_enabled=request.tools_enabled,
     )

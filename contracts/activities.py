@@ -38,6 +38,8 @@ class ModelRequest(BaseModel):
     tools_enabled: bool = True
     deadline: datetime | None = None
     """When the run's wall-clock budget ends; past it the activity refuses to call the model (`BUDGET_OVER`)."""
+    summarize: bool = False
+    """Write a summary of the older conversation instead of the next turn (context strategy `summarize`)."""
 
 
 class ModelContext(BaseModel):

@@ -150,7 +150,7 @@ class SessionSettings(_Strict):
     )
 
 
-ContextStrategy = Literal["sliding_window", "none"]
+ContextStrategy = Literal["sliding_window", "summarize", "none"]
 
 
 class ContextSettings(_Strict):
@@ -158,7 +158,11 @@ class ContextSettings(_Strict):
 
     strategy: ContextStrategy = Field(
         "sliding_window",
-        description=("`sliding_window` drops the oldest turns to fit `max_input_tokens`; `none` sends everything."),
+        description=(
+            "`sliding_window` drops the oldest turns to fit `max_input_tokens`; `summarize` replaces them, when the "
+            "conversation no longer fits, by a summary the model writes in a model call of its own (seed 003's "
+            "summarize-and-replace), keeping the newest messages that fit half the window; `none` sends everything."
+        ),
     )
     max_input_tokens: int = Field(
         100_000, ge=1_000, le=10_000_000, description="The most the model is sent, estimated at 4 characters a token."

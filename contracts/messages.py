@@ -104,6 +104,10 @@ class TranscriptRef(BaseModel):
     segments: int = 0
     messages: int = 0
     sha256: str = ""
+    summary: str = ""
+    """With context strategy `summarize`: a summary the model wrote of the conversation's older messages."""
+    summarized: int = 0
+    """How many messages after the first the summary replaces in what the model is sent (the record keeps them)."""
 
 
 class AssistantTurn(BaseModel):
@@ -120,6 +124,9 @@ class AssistantTurn(BaseModel):
     model: str = ""
     provider_raw: Any | None = None
     wants_final_answer: bool = False
+    needs_summary: bool = False
+    """The conversation no longer fits the agent's window (context strategy `summarize`): no model was called;
+    the workflow asks for a summary (`ModelRequest.summarize`), then for this step's turn again."""
     feedback: str | None = None
     """A note for the model about its own malformed reply (text protocols), sent back as a user message."""
     transcript: TranscriptRef | None = None

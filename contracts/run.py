@@ -94,6 +94,9 @@ class StepRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     final: bool = False
     """Set on the assistant turn whose text is the run's answer."""
+    summary: bool = False
+    """Set on a model call that summarised the older conversation (context strategy `summarize`); its text is the
+    summary, which replaced those messages in what the model is sent. It is not one of the `max_steps`."""
     stop_reason: str | None = None
     """For a model turn: why the model stopped, in the provider's words (`end_turn`, `length`, `max_tokens` ...)."""
 

@@ -618,6 +618,16 @@ class AgentWorkflow:
                     retry_policy=policies.MODEL_RETRY,
                     summary=f"model {self._agent.model} · step {self._step}",
                 )
+                if turn.needs_summary and not request.summarize:
+                    # Context strategy `summarize`: the conversation overflows its window. This step's model call
+                    # writes a summary of the older messages instead (an activity of its own, so the summary is in
+                    # history); the next step asks for the turn again, on the shorter conversation.
+                    self._transcript = turn.transcript or self._transcript
+                    self._context_ref = turn.context_ref or self._context_ref
+                    self._unsent = []
+                    update = {"summarize": True, "transcript": self._transcript, "new_messages": [], "context": None}
+                    request = request.model_copy(update={**update, "context_ref": self._context_ref})
+                    continue
                 break
             except ActivityError as err:
                 if deadlines.budget_over(err, request.deadline):
@@ -633,6 +643,8 @@ class AgentWorkflow:
                 record.ended_at = workflow.now()
                 self._error = f"model call at step {self._step} failed: {record.error}"
                 raise _ModelFailed() from err
+        if request.summarize:
+            return await self._after_summary(record, turn, tools_enabled=tools_enabled)
         record.content = turn.text
         record.usage = turn.usage
         record.stop_reason = turn.stop_reason
@@ -647,6 +659,19 @@ class AgentWorkflow:
         ]
         self._publish()
         return turn
+
+    async def _after_summary(self, record: StepRecord, summary: AssistantTurn, *, tools_enabled: bool) -> AssistantTurn:
+        """Record the summary step (not one of `max_steps`, its tokens charged), then make the model call it made
+        room for."""
+        assert self._budget is not None
+        record.content, record.usage, record.summary = summary.text, summary.usage, True
+        record.ended_at = workflow.now()
+        self._budget.charge(summary.usage)
+        self._usage = self._usage + summary.usage
+        self._budget.steps_taken -= 1
+        self._transcript = summary.transcript or self._transcript
+        self._publish()
+        return await self._model_turn(tools_enabled=tools_enabled)
 
     def _rate_limit_refusal(self, seconds: float, provider: str, *, waits: int) -> str | None:
         """Why the run does not wait out a long Retry-After; None when it may (on a durable timer)."""

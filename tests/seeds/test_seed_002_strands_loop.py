@@ -9,11 +9,13 @@ import asyncio
 import sys
 from io import StringIO
 
-from stalwart.activities.context_window import estimated_tokens
+from stalwart.activities.context_window import SUMMARY_HEADER, SUMMARY_INSTRUCTIONS, estimated_tokens
 from stalwart.activities.tools import tool
 from stalwart.client import cli
 from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.activities import ModelRequest
 from stalwart.contracts.agent import ContextSettings
+from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import RunEvent
 
 
@@ -160,3 +162,70 @@ async def test_an_async_callback_is_awaited(stalwart, worker_with):
         run = await stalwart.start(spec, "Hello")
         await run.follow(handler)
     assert types == ["user_message", "agent_response"]
+
+
+def noting_bulky() -> ScriptedReply:
+    """A reply that calls `bulky`; as the reply to a summary call, its text is the summary."""
+    return ScriptedReply(
+        text="Noted: the bulky results so far.",
+        tool_calls=[ScriptedToolCall(name="bulky", arguments={"text": "bulky"})],
+    )
+
+
+async def test_summarize_replaces_older_messages_by_a_summary_the_model_writes(stalwart, worker_with):
+    """Seed 003: "Summarize-and-replace. When history exceeds a threshold, ask the model to summarize the older
+    turns into a single 'scratchpad' message, replace those turns with the summary"; seed 002: "applies
+    conversation management strategies before initializing a new event loop cycle"."""
+    spec = AgentSpec(
+        name="summarizing",
+        tools=["bulky"],
+        scripted=[*(noting_bulky() for _ in range(9)), ScriptedReply(text="Done.")],
+        budgets=Budgets(max_steps=30),
+        context=ContextSettings(strategy="summarize", max_input_tokens=1000),
+        thrash_guard=False,
+    )
+    async with worker_with(bulky):
+        run = await stalwart.start(spec, "Fill the window")
+        result = await run.result()
+        inputs = {s.step: await run.model_input(s.step) for s in result.steps if s.role == "assistant"}
+        history = await run.history()
+    assert result.answer == "Done."
+    summaries = [s.step for s in result.steps if s.role == "assistant" and s.summary]
+    assert len(summaries) >= 2, "a run this long overflows its window more than once"
+    for step, sent in inputs.items():
+        if step in summaries:  # the summary call: the older messages, as text, to a model told to summarise
+            assert sent.tools == [] and "result of bulky: bulky: bbbb" in sent.messages[0].content
+            assert sent.agent.instructions == SUMMARY_INSTRUCTIONS
+            continue
+        assert sum(estimated_tokens(m) for m in sent.messages) <= 1000
+        assert sent.messages[0].content == "Fill the window"
+        if step > summaries[0]:
+            assert sent.messages[1].content.startswith(SUMMARY_HEADER + "Noted: the bulky results so far.")
+    # the summary is the result of a model activity of its own: durable, replayed, never asked for twice
+    requests = [
+        (await stalwart.temporal.data_converter.decode(list(a.input.payloads), [ModelRequest]))[0]
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and (a := e.activity_task_scheduled_event_attributes).activity_type.name == MODEL_ACTIVITY
+    ]
+    assert [r.step for r in requests if r.summarize] == summaries
+    assert result.metrics is not None and result.metrics.cycles == len(inputs)
+
+
+async def test_summary_steps_do_not_count_against_max_steps(stalwart, worker_with):
+    """Seed 002/003: the conversation manager is not a loop cycle of its own reasoning: a summary call is not one
+    of the agent's `max_steps` (its tokens count)."""
+    spec = AgentSpec(
+        name="summarizing",
+        tools=["bulky"],
+        scripted=[*(noting_bulky() for _ in range(5)), ScriptedReply(text="Done.")],
+        budgets=Budgets(max_steps=4),
+        context=ContextSettings(strategy="summarize", max_input_tokens=1000),
+        thrash_guard=False,
+    )
+    async with worker_with(bulky):
+        result = await stalwart.run(spec, "Fill the window")
+    summaries = [s for s in result.steps if s.role == "assistant" and s.summary]
+    reasoning = [s for s in result.steps if s.role == "assistant" and not s.summary]
+    assert summaries and len(reasoning) == 4 and result.stop_reason == "max_steps"
+    assert result.usage.total_tokens == 20 * (len(summaries) + len(reasoning))
