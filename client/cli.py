@@ -1078,6 +1078,13 @@ async def _check(args: argparse.Namespace) -> int:
     spec = check_agent(args.agent)
     print(spec.model_dump_json(indent=2, exclude_defaults=True))
     print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    if spec.tools or spec.sub_agents or spec.mcp_servers:
+        from stalwart.client.tool_names import tool_lines
+
+        # The names the model will see, MCP tools listed from their servers and named by the clash rule.
+        print("tools the model sees:", file=sys.stderr)
+        for line in await tool_lines(spec):
+            print(f"  {line}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -52,7 +52,7 @@ def hanging(tmp_path: Path, **fields: object) -> tuple[McpStdioServer, Path]:
 
 
 class _NotMcp(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = b"<html><body>Method Not Allowed</body></html>"
         self.send_response(405)
         self.send_header("content-type", "text/html")
@@ -233,3 +233,24 @@ async def test_http_mcp_server_restart_is_reconnected_on_session_rejection(statu
     warnings = [r.getMessage() for r in caplog.records if "rejected its session" in r.getMessage()]
     print("\n" + "\n".join(warnings))
     assert len(warnings) == 2 and all("'everything'" in w and str(port) in w for w in warnings)
+
+
+def test_stalwart_check_shows_the_final_tool_names(tmp_path):
+    """`stalwart check` lists the names the model will see: the MCP `echo` renamed only because the agent uses the
+    worker's `echo`, the server's other tools under their own names."""
+    agent = tmp_path / "clash.toml"
+    agent.write_text(
+        'name = "clash"\nmodel = "scripted"\ntools = ["echo"]\n\n'
+        f'[[mcp_servers]]\nname = "everything"\ncommand = "python"\nargs = [{str(HERE / "mcp_demo_server.py")!r}]\n'
+        'tools = ["echo", "add"]\n'
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    shown = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", "check", str(agent)], capture_output=True, text=True, env=env
+    )
+    print(shown.stderr)
+    assert shown.returncode == 0, shown.stderr
+    lines = [line.strip() for line in shown.stderr.splitlines()]
+    assert "echo  (a tool the worker registers)" in lines
+    assert "everything__echo  (MCP server 'everything', renamed from 'echo' to avoid a clash)" in lines
+    assert "add  (MCP server 'everything')" in lines

@@ -1,0 +1,42 @@
+"""The tool names an agent's model will see, for `stalwart check`: its own tools, its sub-agents, and its MCP
+servers' tools after the naming rule (`activities/mcp/catalog.py`), listed from the servers themselves."""
+
+from __future__ import annotations
+
+import asyncio
+
+from stalwart.contracts.agent import AgentSpec
+
+
+async def tool_lines(spec: AgentSpec) -> list[str]:
+    """One line per tool the model will see (name, then where it comes from), and one per MCP server that could
+    not be listed from here, saying why."""
+    from stalwart.activities.mcp import McpPool, catalog
+
+    lines = [f"{name}  (a tool the worker registers)" for name in spec.tools]
+    lines += [f"{sub.name}  (sub-agent, {sub.mode})" for sub in spec.sub_agents]
+    if not spec.mcp_servers:
+        return lines
+    pool = McpPool()
+    try:
+        listed = await asyncio.gather(*(pool.list_tools(server) for server in spec.mcp_servers), return_exceptions=True)
+    finally:
+        await pool.aclose()
+    reachable = []
+    for server, tools in zip(spec.mcp_servers, listed, strict=True):
+        if isinstance(tools, BaseException):
+            lines.append(
+                f"MCP server {server.name!r}: not listed from here ({tools}); a worker lists it when a run starts"
+            )
+        else:
+            reachable.append((server, tools))
+    own = [*spec.tools, *(sub.name for sub in spec.sub_agents)]
+    try:
+        specs = catalog.tool_specs(reachable, own=own)
+    except Exception as err:
+        return [*lines, f"MCP tools: {err}"]
+    for tool in specs:
+        assert tool.server is not None
+        renamed = f", renamed from {tool.remote_name!r} to avoid a clash" if tool.remote_name else ""
+        lines.append(f"{tool.name}  (MCP server {tool.server.name!r}{renamed})")
+    return lines
