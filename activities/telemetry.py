@@ -27,7 +27,8 @@ from stalwart.contracts.messages import AssistantTurn, ToolResult
 
 TRACER_NAME = "stalwart"
 PROVIDER_NAMES = {"openai-responses": "openai", "scripted": "stalwart.scripted"}
-"""Stalwart's provider prefixes as `gen_ai.provider.name` values (the others are the same)."""
+"""Stalwart's provider prefixes as `gen_ai.provider.name` values (the others are the same); the workflow's
+spans use the same table (`stalwart.workflows.telemetry`)."""
 
 _tracing = False
 

@@ -267,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "else none. Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set",
     )
     _connection_options(worker)
+    _versioning_options(worker)
 
     dev = command("dev", _dev, "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C.")
     _dev_options(dev)
@@ -453,6 +454,39 @@ def _worker_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MODULE",
         help="import MODULE and register its @tool functions (repeatable)",
+    )
+
+
+def _versioning_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "worker versioning",
+        "Name this worker's deployment version to run old and new code side by side (Temporal worker deployments). "
+        "New runs go to the deployment's current version: `temporal worker deployment set-current-version "
+        "--deployment-name NAME --build-id ID`, or --set-current.",
+    )
+    group.add_argument(
+        "--deployment-name",
+        default=os.environ.get("STALWART_DEPLOYMENT_NAME") or None,
+        metavar="NAME",
+        help="worker deployment this worker belongs to (default: $STALWART_DEPLOYMENT_NAME; unset: unversioned)",
+    )
+    group.add_argument(
+        "--build-id",
+        default=os.environ.get("STALWART_BUILD_ID") or None,
+        metavar="ID",
+        help="this code's build id within the deployment, e.g. a git commit (default: $STALWART_BUILD_ID)",
+    )
+    group.add_argument(
+        "--versioning-behavior",
+        choices=["pinned", "auto-upgrade"],
+        default=os.environ.get("STALWART_VERSIONING_BEHAVIOR") or "pinned",
+        help="pinned: a run ends on the version it started on; auto-upgrade: it moves to the current version at "
+        "its next step (new code must replay it). Sessions move at their next rest either way (default: pinned)",
+    )
+    group.add_argument(
+        "--set-current",
+        action="store_true",
+        help="once this worker polls, make its version the deployment's current one (new runs start on it)",
     )
 
 
@@ -998,6 +1032,7 @@ async def _worker(args: argparse.Namespace) -> int:
     from stalwart.workers.worker import build_worker, default_registry
 
     registry = default_registry(args.tools)
+    versioning = _deployment_options(args)  # before connecting: a wrong option is said at once
     temporal = await connect(
         args.address,
         args.namespace,
@@ -1017,9 +1052,40 @@ async def _worker(args: argparse.Namespace) -> int:
         from stalwart.workers.telemetry import metrics_address
 
         print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
-    async with build_worker(temporal, registry=registry, task_queue=args.task_queue, metrics_port=args.metrics_port):
+    async with build_worker(
+        temporal, registry=registry, task_queue=args.task_queue, metrics_port=args.metrics_port, **versioning
+    ):
+        if versioning and args.set_current:
+            from stalwart.workers.versioning import set_current_version
+
+            await set_current_version(temporal, args.deployment_name, args.build_id)
+            print(f"{args.deployment_name}.{args.build_id} is now the deployment's current version", file=sys.stderr)
         await asyncio.Event().wait()
     return EXIT_OK
+
+
+def _deployment_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`build_worker`'s `deployment_config` from --deployment-name/--build-id, or nothing for an unversioned worker."""
+    if not args.deployment_name and not args.build_id:
+        if args.set_current:
+            raise SystemExit("--set-current needs --deployment-name and --build-id (this worker is not versioned)")
+        return {}
+    if not args.deployment_name or not args.build_id:
+        given, missing = ("--build-id", "--deployment-name") if args.build_id else ("--deployment-name", "--build-id")
+        raise SystemExit(f"{given} needs {missing} too: a worker's version is its deployment name and its build id")
+    from stalwart.workers.versioning import deployment_config
+
+    try:
+        config = deployment_config(args.deployment_name, args.build_id, args.versioning_behavior)
+    except ValueError as err:
+        raise SystemExit(str(err)) from err
+    print(
+        f"worker version {args.deployment_name}.{args.build_id} ({args.versioning_behavior}); new runs start on it "
+        f"once it is current: temporal worker deployment set-current-version --deployment-name {args.deployment_name} "
+        f"--build-id {args.build_id}",
+        file=sys.stderr,
+    )
+    return {"deployment_config": config}
 
 
 async def _dev(args: argparse.Namespace) -> int:

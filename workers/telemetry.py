@@ -134,7 +134,10 @@ def _otlp_provider() -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from temporalio.contrib.opentelemetry import create_tracer_provider
 
-    provider = create_tracer_provider(resource=Resource.create({"service.name": SERVICE_NAME}))
+    resource = Resource.create()  # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, as the SDK reads them
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
+    provider = create_tracer_provider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(_otlp_exporter()))
     return provider
 

@@ -27,6 +27,8 @@ SPAN_FUNCTION = "stalwart.telemetry.workflow_span"
 """The extern function the worker registers when tracing is on (`stalwart.workers.telemetry`)."""
 
 Attribute = str | bool | int | float | list[str]
+PROVIDER_NAMES = {"openai-responses": "openai", "scripted": "stalwart.scripted"}
+"""Stalwart's provider prefixes as `gen_ai.provider.name` values (the others are the same)."""
 
 
 class Span(Protocol):
@@ -96,11 +98,13 @@ def agent_attributes(agent: str, model: str, *, conversation_id: str | None = No
     attributes: dict[str, Attribute] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": agent,
-        "gen_ai.provider.name": {"openai-responses": "openai", "scripted": "stalwart.scripted"}.get(prefix, prefix),
-        "gen_ai.request.model": name or prefix,
+        "stalwart.model": model,
         "stalwart.workflow_id": workflow.info().workflow_id,
         "stalwart.run_id": workflow.info().run_id,
     }
+    if model != "auto":  # `auto` is resolved by each worker's keys: its `chat` spans say which model answered
+        attributes["gen_ai.provider.name"] = PROVIDER_NAMES.get(prefix, prefix)
+        attributes["gen_ai.request.model"] = name or prefix
     if conversation_id is not None:
         attributes["gen_ai.conversation.id"] = conversation_id
     return attributes
