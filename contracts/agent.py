@@ -571,11 +571,14 @@ class AgentSpec(_Strict):
         if nesting(value) > MAX_NESTING:
             raise ValueError(f"nests deeper than {MAX_NESTING} levels; flatten it")
         for key in STREAM_DEADLINES:
-            seconds = value.get(key)
             if key not in value:
                 continue
-            finite = isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds)
-            if not finite or not 0 < seconds <= MAX_STREAM_DEADLINE_SECONDS:
+            seconds = value[key]
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, int | float)
+                or not (math.isfinite(seconds) and 0 < seconds <= MAX_STREAM_DEADLINE_SECONDS)
+            ):
                 raise ValueError(
                     f"`extra.{key}` is a stream deadline in seconds: give a number above 0 and at most "
                     f"{MAX_STREAM_DEADLINE_SECONDS:g} (default {STREAM_DEADLINES[key]:g}), not {seconds!r}"
