@@ -118,12 +118,12 @@ class ModelActivities:
             return turn.model_copy(update={"transcript": transcript})
         except ModelError as err:
             if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
-                provider = agent.model.split(":", 1)[0]
+                vendor = agent.model.split(":", 1)[0]
                 raise ApplicationError(
-                    f"{provider} is rate limiting this run and asked to wait {err.retry_after:g}s before the next "
+                    f"{vendor} is rate limiting this run and asked to wait {err.retry_after:g}s before the next "
                     f"request ({err})",
                     err.retry_after,
-                    provider,
+                    vendor,
                     type=LONG_RATE_LIMIT,
                     non_retryable=True,
                     category=ApplicationErrorCategory.BENIGN,

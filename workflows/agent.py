@@ -625,8 +625,10 @@ class AgentWorkflow:
                     self._transcript = turn.transcript or self._transcript
                     self._context_ref = turn.context_ref or self._context_ref
                     self._unsent = []
-                    update = {"summarize": True, "transcript": self._transcript, "new_messages": [], "context": None}
-                    request = request.model_copy(update={**update, "context_ref": self._context_ref})
+                    update: dict[str, Any] = {"summarize": True, "transcript": self._transcript, "context": None}
+                    request = request.model_copy(
+                        update={**update, "new_messages": [], "context_ref": self._context_ref}
+                    )
                     continue
                 break
             except ActivityError as err:
