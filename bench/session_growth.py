@@ -23,9 +23,10 @@ condition. Both kinds stay open and are started in batches ordered
 bare-session-session-bare, so drift weighs on both alike. The last line is
 `ratio: X.XX`, RSS per idle session over RSS per idle bare workflow.
 
-The scripted answers come from `DEBUG_MOCK_RESPONSES` rather than the agent's
-`scripted` list, so that the agent spec (which travels in the input of every run
-of the chain) stays small and the figures are the session's own. About 2.5
+The answers come from the `scripted` model replaced, in this process, by one
+that answers model call N with `answer N:` and B bytes, rather than from the
+agent's `scripted` list, so that the agent spec (which travels in the input of
+every run of the chain) stays small and the figures are the session's own. About 2.5
 minutes on two cores.
 
     .venv/bin/python -m bench.session_growth [--turns 10 100 1000] [--content-bytes 1024]
@@ -37,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import resource
 import shutil
@@ -56,11 +56,12 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from bench.harness import bench_server
-from stalwart.activities.providers.scripted import MOCK_ENV
+from stalwart.activities import providers
 from stalwart.activities.storage.config import LOCAL_BUCKET, STORAGE_VAR, TRANSCRIPTS_AREA
 from stalwart.client.api import SessionHandle, StalwartClient
+from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec, ContextSettings, SessionSettings
-from stalwart.contracts.messages import Message
+from stalwart.contracts.messages import AssistantTurn, Message
 from stalwart.contracts.run import AgentResult
 
 IDLE_QUEUE = "bench-idle"
@@ -93,6 +94,16 @@ class IdleWorkflow:
 def text_of(size: int, label: str) -> str:
     """`size` ASCII characters (so bytes) starting with `label`."""
     return (label + " " + "lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+
+
+class NumberedAnswers:
+    """Answers model call N with `answer N:` and filler up to `size` bytes."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+
+    async def complete(self, context: ModelContext) -> AssistantTurn:
+        return AssistantTurn(text=text_of(self._size, f"answer {context.step}:"), model="scripted")
 
 
 def session_agent(continue_as_new_events: int | None, max_input_tokens: int) -> AgentSpec:
@@ -303,9 +314,7 @@ async def main(checkpoints: list[int], size: int, low_events: int, idle: int, ma
     configs = {"default (Temporal's suggestion)": None, f"continue_as_new_events={low_events}": low_events}
     try:
         async with bench_server() as stalwart, idle_worker(stalwart):
-            # The scripted answers, read by the model activity at each call; set once the dev server runs,
-            # as one environment string of this size is too long to start a process with (Linux: 128 KiB).
-            os.environ[MOCK_ENV] = json.dumps([text_of(size, f"answer {n}:") for n in range(1, checkpoints[-1] + 1)])
+            providers.PROVIDERS["scripted"] = lambda agent, clients: NumberedAnswers(size)
             bare_rss, session_rss = await idle_memory(stalwart, session_agent(None, max_input_tokens), idle, size)
             grown = {
                 label: await grow(stalwart, session_agent(events, max_input_tokens), checkpoints, size, root)

@@ -32,3 +32,34 @@ def test_contracts_import_no_other_layer():
             n for n in _imports(path) if n.startswith("stalwart.") and not n.startswith("stalwart.contracts")
         )
         assert not leaks, f"contracts/{path.name} imports {leaks}"
+
+
+NONDETERMINISTIC_MODULES = {
+    "time", "random", "uuid", "os", "secrets", "socket", "subprocess", "threading", "multiprocessing",
+    "urllib", "http", "shutil", "tempfile", "pathlib", "logging", "signal", "select", "selectors",
+}  # fmt: skip
+CLOCK_CALLS = {"now", "utcnow", "today"}
+IO_BUILTINS = {"open", "input", "print", "exec", "eval", "breakpoint"}
+
+
+def test_workflow_code_calls_no_clock_randomness_or_io():
+    """The worker shares the workflow modules across runs (workers/plugin.py SHARED_MODULES), so the sandbox does
+    not watch their calls: this does. Use `workflow.now()`, `workflow.random()`, `workflow.uuid4()` and
+    `workflow.logger`; anything else that touches the world belongs in an activity."""
+    paths = sorted((REPO / "workflows").rglob("*.py"))
+    found = []
+    for path in paths:
+        roots = {name.split(".")[0] for name in _imports(path)}
+        found += [f"{path.name} imports {m}" for m in sorted(roots & NONDETERMINISTIC_MODULES)]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in IO_BUILTINS:
+                found.append(f"{path.name}:{node.lineno} calls {func.id}()")
+            if isinstance(func, ast.Attribute) and func.attr in CLOCK_CALLS:
+                owner = func.value.id if isinstance(func.value, ast.Name) else ""
+                if owner != "workflow":
+                    found.append(f"{path.name}:{node.lineno} calls {owner}.{func.attr}()")
+    assert not found, "non-deterministic calls in workflow code:\n" + "\n".join(found)
+

@@ -37,6 +37,8 @@ from stalwart.workers import telemetry
 from stalwart.workflows import AgentWorkflow
 
 PLUGIN_NAME = "stalwart.StalwartPlugin"
+SHARED_MODULES = ("stalwart.contracts", "stalwart.workflows")
+"""Deterministic modules every workflow run shares (see `_share_deterministic_modules`)."""
 
 
 class StalwartPlugin(SimplePlugin):
@@ -163,8 +165,7 @@ class StalwartPlugin(SimplePlugin):
                 telemetry.flush()
 
     def _workflow_runner(self, runner: WorkflowRunner | None) -> WorkflowRunner:
-        if runner is None:
-            runner = SandboxedWorkflowRunner()
+        runner = _share_deterministic_modules(runner)
         if self.tracing and isinstance(runner, SandboxedWorkflowRunner):
             # As temporalio.contrib.opentelemetry.OpenTelemetryPlugin does: one OpenTelemetry context for all.
             restrictions = runner.restrictions.with_passthrough_modules("opentelemetry")
@@ -194,6 +195,23 @@ class StalwartPlugin(SimplePlugin):
                 await self.tool_activities.aclose()
             finally:
                 await self.model_activities.clients.aclose()
+
+
+def _share_deterministic_modules(runner: WorkflowRunner | None) -> WorkflowRunner:
+    """Import the contracts and the workflow code once per worker instead of once per workflow run.
+
+    The sandbox re-imports every module a workflow imports for each new run and keeps that copy
+    while the run is cached: most of a short run's CPU, and most of an idle session's memory
+    (measured by bench/concurrency.py and bench/session_growth.py). These modules hold no state
+    and make no non-deterministic call (tests/test_layers.py checks the calls, since the sandbox
+    no longer sees them), so all runs can share one copy.
+    """
+    if runner is None:
+        runner = SandboxedWorkflowRunner()
+    if not isinstance(runner, SandboxedWorkflowRunner):
+        return runner
+    restrictions = runner.restrictions.with_passthrough_modules(*SHARED_MODULES)
+    return dataclasses.replace(runner, restrictions=restrictions)
 
 
 def default_tool_registry() -> ToolRegistry:

@@ -15,6 +15,9 @@ from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.contracts.names import TASK_QUEUE
 from stalwart.workers.plugin import StalwartPlugin, default_tool_registry
 
+WORKER_DEFAULTS: dict[str, Any] = {}
+"""Worker options `build_worker` sets unless given (measured by `bench/concurrency.py`)."""
+
 
 def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
     """The built-in tools plus every `@tool` in the named modules (`package.module`)."""
@@ -61,5 +64,5 @@ def build_worker(
         client,
         task_queue=task_queue,
         plugins=[plugin, *worker_options.pop("plugins", ())],
-        **worker_options,
+        **{**WORKER_DEFAULTS, **worker_options},
     )
