@@ -34,6 +34,8 @@ from temporalio.worker import (
     Interceptor,
 )
 
+from stalwart.contracts.stream import StreamProgress
+
 ALLOWED_ENV_VAR = "STALWART_ALLOWED_ENV"
 """Comma-separated names (or `PREFIX_*` patterns) of further variables agent files may read."""
 PROVIDER_KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -221,8 +223,17 @@ class _RedactingInbound(ActivityInboundInterceptor):
 
 class _RedactingOutbound(ActivityOutboundInterceptor):
     def heartbeat(self, *details: Any) -> None:
-        # Heartbeats carry the answer as it streams: hold back an ending that may be the start of a key.
-        self.next.heartbeat(*(redact_value(detail, partial_tail=True) for detail in details))
+        self.next.heartbeat(*(_heartbeat_detail(detail) for detail in details))
+
+
+def _heartbeat_detail(detail: Any) -> Any:
+    """A heartbeat detail, redacted. The streamed answer also holds back an ending that may be the start of a
+    key (the client reads the whole answer from the result when the run ends); other details, such as a
+    remote task's id to resume, are only redacted where a whole secret appears."""
+    if isinstance(detail, StreamProgress):
+        text = redact(detail.text, partial_tail=True) if _by_length else detail.text
+        return detail if text == detail.text else detail.model_copy(update={"text": text})
+    return redact_value(detail)
 
 
 @dataclass

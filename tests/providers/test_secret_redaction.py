@@ -80,3 +80,15 @@ async def test_env_allowlist_api_key_env_outside_the_allowlist_is_refused_before
     assert result.stop_reason == "error" and "GITHUB_TOKEN" in result.error
     assert f"{secrets.ALLOWED_ENV_VAR}=GITHUB_TOKEN" in result.error
     assert script.requests == [], "nothing was sent to the agent file's base_url"
+
+
+def test_secret_leak_only_the_streamed_answer_is_held_back_not_other_heartbeat_details():
+    from stalwart.activities.secrets import _heartbeat_detail
+    from stalwart.contracts.stream import StreamProgress
+
+    key = _plain_key()
+    secrets.remember(key)
+    task_id = f"task-{key[:3]}"  # ends like the key begins: an A2A task id to resume must come through whole
+    assert _heartbeat_detail(task_id) == task_id
+    assert _heartbeat_detail(StreamProgress(step=1, text=f"so far {key[:5]}")).text == "so far "
+    assert _heartbeat_detail(StreamProgress(step=1, text=f"a {key} b")).text == "a [redacted] b"
