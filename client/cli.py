@@ -260,6 +260,14 @@ def _parser() -> argparse.ArgumentParser:
     worker = command("worker", _worker, "Run a worker: executes agent runs, model calls and tools.")
     _worker_options(worker)
     worker.add_argument(
+        "--grace-seconds",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, how long running activities may finish before they are cancelled (and retried "
+        "elsewhere); the process exits at most 15 s after that. Default: 10",
+    )
+    worker.add_argument(
         "--metrics-port",
         default=os.environ.get("STALWART_METRICS_PORT") or None,
         metavar="PORT",
@@ -1052,15 +1060,34 @@ async def _worker(args: argparse.Namespace) -> int:
         from stalwart.workers.telemetry import metrics_address
 
         print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
-    async with build_worker(
-        temporal, registry=registry, task_queue=args.task_queue, metrics_port=args.metrics_port, **versioning
-    ):
-        if versioning and args.set_current:
-            from stalwart.workers.versioning import set_current_version
+    from datetime import timedelta
 
-            await set_current_version(temporal, args.deployment_name, args.build_id)
-            print(f"{args.deployment_name}.{args.build_id} is now the deployment's current version", file=sys.stderr)
-        await asyncio.Event().wait()
+    from stalwart.workers.shutdown import Shutdown
+
+    shutdown = Shutdown(args.grace_seconds)
+    try:
+        async with build_worker(
+            temporal,
+            registry=registry,
+            task_queue=args.task_queue,
+            metrics_port=args.metrics_port,
+            graceful_shutdown_timeout=timedelta(seconds=args.grace_seconds),
+            **versioning,
+        ):
+            if versioning and args.set_current:
+                from stalwart.workers.versioning import set_current_version
+
+                await set_current_version(temporal, args.deployment_name, args.build_id)
+                print(
+                    f"{args.deployment_name}.{args.build_id} is now the deployment's current version", file=sys.stderr
+                )
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                shutdown.begin()  # SIGTERM or Ctrl-C: the worker drains as this block exits
+                raise
+    finally:
+        await shutdown.finish()
     return EXIT_OK
 
 

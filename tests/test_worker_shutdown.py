@@ -1,0 +1,116 @@
+"""Issue 11, defect 8: SIGTERM drains a real `stalwart worker` process within its grace period in every state:
+during an async tool call, a synchronous tool call (a thread that cannot be cancelled) and an MCP server's
+hanging handshake; the process exits, its MCP server is stopped, and another worker finishes the run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stalwart.client.api import StalwartClient
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import McpStdioServer
+
+TESTS_DIR = Path(__file__).resolve().parent
+GRACE_SECONDS = 1.0
+HANG_GUARD_SECONDS = 300  # a hang guard, not a time limit: the measured drain is printed
+
+
+def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
+    command = [
+        sys.executable,
+        "-m",
+        "stalwart.client.cli",
+        "worker",
+        "--address",
+        address,
+        "--task-queue",
+        task_queue,
+        "--tools",
+        "shutdown_tools",
+        "--grace-seconds",
+        str(GRACE_SECONDS),
+    ]
+    with log.open("wb") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+async def _until(path: Path, worker: subprocess.Popen[bytes], log: Path) -> str:
+    while not (path.exists() and path.read_text().strip()):
+        if worker.poll() is not None:
+            raise AssertionError(f"the worker exited by itself ({worker.returncode}):\n{log.read_text()}")
+        await asyncio.sleep(0.05)
+    return path.read_text()
+
+
+def _agent(state: str, tmp_path: Path) -> tuple[AgentSpec, Path]:
+    """An agent that, at its first step, is in `state`; and the file that appears once it is."""
+    done = ScriptedReply(text="finished")
+    if state == "mcp-handshake":
+        pid_file = tmp_path / "mcp.pid"
+        server = McpStdioServer(
+            name="mute",
+            command=sys.executable,
+            args=[str(TESTS_DIR / "tools" / "mcp_hanging_server.py"), str(pid_file)],
+            handshake_seconds=600,
+        )
+        return AgentSpec(name="mcp", mcp_servers=[server], scripted=[done]), pid_file
+    call = ScriptedToolCall(name=state, arguments={"note": "x"})
+    return AgentSpec(name="tools", tools=[state], scripted=[ScriptedReply(tool_calls=[call]), done]), tmp_path / "marks"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state", ["hang_async", "hang_sync", "mcp-handshake"])
+async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(dev_env, task_queue, tmp_path, state):
+    stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
+    spec, started = _agent(state, tmp_path)
+    log = tmp_path / "worker-1.log"
+    worker = _start_worker(dev_env.address, task_queue, log)
+    second = None
+    try:
+        handle = await stalwart.start(spec, "go", inputs={"marks": str(tmp_path / "marks")})
+        seen = await _until(started, worker, log)
+        mcp_pid = int(seen) if state == "mcp-handshake" else None
+        await asyncio.sleep(0.5)  # well inside the call or the handshake
+        sent = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(worker.wait, HANG_GUARD_SECONDS)
+        took = time.monotonic() - sent
+        output = log.read_text()
+        print(f"\n{state}: SIGTERM -> exit {code} after {took:.2f}s (grace {GRACE_SECONDS:g}s)\n{output}")
+        assert code == 143, output
+        assert "stopping: no new work is taken" in output and "stopped: drained in" in output
+        if mcp_pid is not None:
+            assert not _pid_alive(mcp_pid), "the MCP server the worker started is stopped with it"
+        # The run was left in a state another worker finishes.
+        if state != "mcp-handshake":
+            second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")
+            result = await handle.result()
+            assert (result.stop_reason, result.answer) == ("done", "finished")
+            assert [s.result for s in result.steps if s.role == "tool"] == [f"{state.removeprefix('hang_')} x"]
+        else:
+            await handle.cancel()
+    finally:
+        for process in (worker, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
