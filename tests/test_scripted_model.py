@@ -7,10 +7,12 @@ import pytest
 from stalwart.activities.providers.base import ModelConfigError
 from stalwart.activities.providers.scripted import ScriptedProvider, parse_mock_responses
 from stalwart.contracts import AgentSpec, Message, ModelContext, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.tools import ToolSpec
 
 
 def context(agent: AgentSpec, step: int) -> ModelContext:
-    return ModelContext(agent=agent, step=step, tools=[], messages=[Message(role="user", content="go")])
+    echo = ToolSpec(name="echo")  # a model offered no tools calls none, as a real one
+    return ModelContext(agent=agent, step=step, tools=[echo], messages=[Message(role="user", content="go")])
 
 
 def test_a_json_array_is_one_reply_per_item():
@@ -45,6 +47,12 @@ async def test_reply_n_answers_model_call_n_and_tool_calls_get_stable_ids():
 async def test_debug_mock_responses_are_used_when_the_spec_scripts_nothing():
     provider = ScriptedProvider(environ={"DEBUG_MOCK_RESPONSES": '["first", "second"]'})
     assert (await provider.complete(context(AgentSpec(name="a"), 2))).text == "second"
+
+
+async def test_a_scripted_model_offered_no_tools_calls_none():
+    agent = AgentSpec(name="a", scripted=[ScriptedReply(text="hi", tool_calls=[ScriptedToolCall(name="echo")])])
+    bare = ModelContext(agent=agent, step=1, tools=[], messages=[Message(role="user", content="go")])
+    assert (await ScriptedProvider(environ={}).complete(bare)).tool_calls == []
 
 
 async def test_running_out_of_replies_is_a_configuration_error_that_names_the_fix():
