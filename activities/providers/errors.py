@@ -54,8 +54,7 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
         return ModelUnavailableError(f"{where(target)} timed out; the attempt is retried.")
     if isinstance(err, (openai.APIConnectionError, anthropic.APIConnectionError)):
         return ModelUnavailableError(
-            f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); "
-            "the attempt is retried."
+            f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried."
         )
     if isinstance(err, (openai.APIError, anthropic.APIError)):
         kind = _error_type(err.body)
@@ -92,7 +91,7 @@ def garbled(what: str, response: object | None, err: BaseException | None) -> Mo
     answered = f"answered HTTP {status} ({content_type})" if status is not None else "answered"
     if isinstance(err, UnicodeDecodeError):
         problem = "a body that is not UTF-8 text"
-        sample: bytes | str | None = err.object[: SHOWN_BYTES] if isinstance(err.object, bytes) else None
+        sample: bytes | str | None = err.object[:SHOWN_BYTES] if isinstance(err.object, bytes) else None
     elif isinstance(err, ValueError) and hasattr(err, "doc"):  # json.JSONDecodeError
         problem = "an event that is not JSON"
         sample = str(getattr(err, "doc", ""))[:SHOWN_BYTES]
