@@ -1118,15 +1118,25 @@ def _deployment_options(args: argparse.Namespace) -> dict[str, Any]:
 async def _dev(args: argparse.Namespace) -> int:
     import asyncio
 
+    from stalwart.workers.shutdown import Shutdown
+
     args.address, args.namespace, args.task_queue = None, None, TASK_QUEUE
-    async with _temporal(args, embedded=True) as (_, ui_url):
-        print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
-        print(f"Temporal UI: {ui_url}", file=sys.stderr)
-        print(
-            "A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.",
-            file=sys.stderr,
-        )
-        await asyncio.Event().wait()
+    shutdown = Shutdown(0.0)  # runs cut short resume when the dev server starts again
+    try:
+        async with _temporal(args, embedded=True) as (_, ui_url):
+            print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
+            print(f"Temporal UI: {ui_url}", file=sys.stderr)
+            print(
+                "A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.",
+                file=sys.stderr,
+            )
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                shutdown.begin()
+                raise
+    finally:
+        await shutdown.finish()
     return EXIT_OK
 
 
