@@ -581,7 +581,11 @@ class AgentWorkflow:
             names.DESCRIBE_TOOLS_ACTIVITY,
             DescribeToolsRequest(agent=self._agent),
             result_type=DescribeToolsResult,
-            start_to_close_timeout=policies.DESCRIBE_TIMEOUT,
+            # Room for the slowest server's handshake deadline, so that deadline, which names the server, fires first.
+            start_to_close_timeout=max(
+                policies.DESCRIBE_TIMEOUT,
+                timedelta(seconds=max((s.handshake_seconds for s in self._agent.mcp_servers), default=0) + 30),
+            ),
             retry_policy=policies.DESCRIBE_RETRY,
             summary=f"describe tools · {', '.join(servers)}"[:200],
         )
