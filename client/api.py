@@ -39,6 +39,7 @@ from stalwart.contracts.run import (
     StepRecord,
     StopReason,
     goal_problem,
+    run_metrics,
 )
 
 if TYPE_CHECKING:
@@ -144,11 +145,9 @@ class RunHandle:
             earlier = await self._archived_steps(state.earlier)
             state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
         if state.metrics is None:  # a live run: its metrics so far, from the whole chain's steps
-            from stalwart.workflows.conversation import metrics
-
             started = state.steps[0].started_at if state.steps else None
             elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
-            state = state.model_copy(update={"metrics": metrics(state.steps, elapsed_seconds=elapsed)})
+            state = state.model_copy(update={"metrics": run_metrics(state.steps, elapsed_seconds=elapsed)})
         return state
 
     async def events(self, *, progress: bool = False) -> list[RunEvent]:

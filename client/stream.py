@@ -24,9 +24,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import MODEL_ACTIVITY
-from stalwart.contracts.run import AgentResult, RunState, StepRecord
+from stalwart.contracts.run import AgentResult, RunState, StepRecord, progress_block
 from stalwart.contracts.stream import StreamProgress
-from stalwart.workflows.conversation import progress_block
 
 
 @dataclass(frozen=True)

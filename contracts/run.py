@@ -271,3 +271,39 @@ class TurnInProgress(BaseModel):
 
 Carried.model_rebuild()
 RunInput.model_rebuild()
+
+
+def run_metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elapsed_seconds: float = 0.0) -> RunMetrics:
+    """Seed 002's end-of-run metrics from the step log (after `earlier`, the metrics of archived steps)."""
+    out = (earlier or RunMetrics()).model_copy(deep=True)
+    for step in steps:
+        took = (step.ended_at - step.started_at).total_seconds() if step.ended_at is not None else 0.0
+        if step.role == "assistant":
+            out.cycles += 1
+            out.model_seconds += took
+            out.input_tokens += step.usage.input_tokens
+            out.output_tokens += step.usage.output_tokens
+        elif step.role == "tool" and step.ended_at is not None:
+            tool = out.tools.setdefault(step.tool_name or "?", ToolMetrics())
+            tool.calls += 1
+            tool.errors += step.error is not None
+            tool.successes += step.error is None
+            tool.total_seconds += took
+            tool.average_seconds = tool.total_seconds / tool.calls
+            out.tool_calls += 1
+            out.tool_seconds += took
+    out.total_tokens = out.input_tokens + out.output_tokens
+    out.elapsed_seconds = elapsed_seconds
+    return out
+
+
+def progress_block(step: StepRecord, max_steps: int) -> dict[str, object]:
+    """Seed 000's block before an action: `{"type": "progress", "step": i, "max_steps": N, "action": "tool_call" |
+    "delegate", "target": name}`; `step` is the model call that asked for the action."""
+    return {
+        "type": "progress",
+        "step": step.step,
+        "max_steps": max_steps,
+        "action": "delegate" if step.tool_kind == "agent" else "tool_call",
+        "target": step.tool_name,
+    }
