@@ -122,3 +122,44 @@ async def test_replaying_every_workflow_task_gives_the_same_tree_without_duplica
     assert len(ids) == len(set(ids)), "a span was exported twice"
     parents = {s.parent.span_id for s in replayed_spans if s.parent is not None}
     assert parents <= set(ids), "a span's parent was never exported"
+
+
+@pytest.mark.parametrize("cache", ["cached", "replaying every task"])
+async def test_a_session_is_a_span_per_run_with_a_turn_span_per_message(dev_env, traced, cache):
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts import ScriptedReply
+    from stalwart.contracts.agent import SessionSettings
+
+    turns = 5
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    agent = AgentSpec(
+        name="chatty",
+        scripted=[ScriptedReply(text=f"answer {n}") for n in range(1, turns + 1)],
+        session=SessionSettings(continue_as_new_events=20),
+    )
+    options = {"max_cached_workflows": 0} if cache == "replaying every task" else {}
+    async with build_worker(dev_env.client, task_queue=task_queue, **options):
+        session = await StalwartClient(dev_env.client, task_queue=task_queue).start_session(agent)
+        for n in range(1, turns + 1):
+            await session.send(f"message {n}")
+        closed = await session.close()
+        runs = len(await session.histories())
+    assert closed.stop_reason == "closed" and runs >= 2, "the session must continue as new at least once"
+    spans = spans_of_trace(traced.get_finished_spans(), root_name="session chatty", run_id=session.run_id)
+    ids = [s.context.span_id for s in spans]
+    assert len(ids) == len(set(ids)), "a span was exported twice"
+    session_spans = sorted((s for s in spans if s.name == "session chatty"), key=lambda s: s.start_time)
+    assert len(session_spans) == runs
+    assert [s.attributes.get("stalwart.continued_as_new", False) for s in session_spans] == [True] * (runs - 1) + [
+        False
+    ]
+    assert session_spans[-1].attributes["stalwart.stop_reason"] == "closed"
+    for earlier, later in zip(session_spans, session_spans[1:], strict=False):
+        assert later.parent.span_id == earlier.context.span_id, "each run of the chain nests under the one before"
+    turn_spans = [s for s in spans if s.name == "invoke_agent chatty"]
+    assert sorted(s.attributes["stalwart.turn"] for s in turn_spans) == list(range(1, turns + 1))
+    assert all(s.attributes["gen_ai.conversation.id"] == session.run_id for s in turn_spans)
+    by_id = {s.context.span_id: s for s in spans}
+    assert all(by_id[s.parent.span_id].name == "session chatty" for s in turn_spans)
+    chats = [s for s in spans if s.name == "chat scripted"]
+    assert len(chats) == turns and all(by_id[s.parent.span_id].name == "invoke_agent chatty" for s in chats)
