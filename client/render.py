@@ -95,7 +95,7 @@ class LiveLine:
     def retract(self, step: int) -> None:
         self.streamed.discard(step)
         if self.open_step == step:
-            self.out.write("  (withdrawn: the model went on to call tools)")
+            self.out.write("  (withdrawn: a retried model call wrote something else)")
         self.close()
 
     def progress(self, block: dict[str, object]) -> None:
@@ -255,7 +255,7 @@ class ChatView:
 
     def retract(self, step: int) -> None:
         if self.shown.pop(step, None) and self.open_step == step:
-            self.out.write("  (withdrawn: the model went on to call tools)")
+            self.out.write("  (withdrawn: a retried model call wrote something else)")
         self.close()
 
     def step(self, record: StepRecord) -> None:

@@ -36,10 +36,15 @@ def test_stream_text_arriving_after_its_step_was_printed_is_dropped():
     assert out.getvalue().splitlines() == ["[5] model   Done. (0.00s)"]
 
 
-def test_withdrawn_text_is_marked_when_the_model_calls_a_tool_instead():
+def test_withdrawn_text_is_marked_when_a_retried_call_writes_something_else():
+    """Text of a turn that calls tools never reaches the client (it is held until the turn is final); what can
+    still be withdrawn is text of an attempt that failed and was retried with another answer."""
     out = io.StringIO()
     live = LiveLine(out)
     live.delta(2, "Let me check")
     live.retract(2)
     live.step(model_step(2, ""))
-    assert out.getvalue().splitlines()[0] == "[2] model » Let me check  (withdrawn: the model went on to call tools)"
+    assert (
+        out.getvalue().splitlines()[0]
+        == "[2] model » Let me check  (withdrawn: a retried model call wrote something else)"
+    )
