@@ -201,3 +201,65 @@ def _fail(span: Any, err: BaseException) -> None:
 
     span.set_attribute("error.type", type(err).__name__)
     span.set_status(Status(StatusCode.ERROR, str(err)[:500]))
+
+
+class RemoteCall:
+    def __init__(self, span: Any) -> None:
+        self._span = span
+
+    def result(self, agent_name: str, state: str, task_id: str | None) -> None:
+        if self._span is not None:
+            self._span.update_name(f"invoke_agent {agent_name}")
+            self._span.set_attributes({"gen_ai.agent.name": agent_name, "stalwart.a2a.state": state})
+            if task_id:
+                self._span.set_attribute("stalwart.a2a.task_id", task_id)
+
+
+@contextmanager
+def remote_agent(url: str) -> Iterator[RemoteCall]:
+    """One attempt to delegate to an A2A agent: an `invoke_agent` client span (named by the agent's card once it
+    answers); `trace_headers()` inside it carries the trace to the agent, so a Stalwart A2A server that traces
+    puts its run under this span."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or url
+    span = _start_span(
+        f"invoke_agent {host}",
+        {"gen_ai.operation.name": "invoke_agent", "server.address": host, "url.full": url},
+        client=True,
+    )
+    try:
+        with _current(span):
+            yield RemoteCall(span)
+    except BaseException as err:
+        _fail(span, err)
+        raise
+    finally:
+        if span is not None:
+            span.end()
+
+
+def trace_headers() -> dict[str, str]:
+    """W3C trace context headers (`traceparent`) of the current span, for an outgoing request; none when off."""
+    if not _tracing:
+        return {}
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier
+
+
+@contextmanager
+def incoming_trace(headers: Any) -> Iterator[None]:
+    """Make the trace context of an incoming request (its `traceparent`) current, when this process traces."""
+    if not _tracing or "traceparent" not in headers:
+        yield
+        return
+    from opentelemetry import context, propagate
+
+    token = context.attach(propagate.extract(dict(headers)))
+    try:
+        yield
+    finally:
+        context.detach(token)

@@ -32,6 +32,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from stalwart.activities import telemetry
 from stalwart.client.api import StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
@@ -147,7 +148,8 @@ class A2AAgentServer:
                 raise RpcError(-32601, f"Method not found: {method}; this agent serves {', '.join([*_V1, *_V03])}")
             if not isinstance(params, dict):
                 raise RpcError(-32602, "Invalid params: `params` must be an object")
-            result = await getattr(self, f"_{operation}")(params, version)
+            with telemetry.incoming_trace(request.headers):  # a traced caller's run is the parent of ours
+                result = await getattr(self, f"_{operation}")(params, version)
         except RpcError as err:
             return _rpc_error(rpc_id, err)
         return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 import httpx
 from temporalio import activity
 
+from stalwart.activities import telemetry
 from stalwart.activities.a2a import card, transport, wire
 from stalwart.activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
 from stalwart.activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
@@ -59,8 +60,11 @@ async def a2a_describe(request: A2ADescribeRequest) -> A2AAgentCard:
 async def a2a_delegate(request: A2ADelegateRequest) -> A2ADelegateResult:
     """Send `request.task` to the agent at `request.url` and return its answer once its task has ended."""
     try:
-        async with _http(request.poll.request_timeout_seconds) as http, _heartbeat() as beat:
-            return await _delegate(http, request, beat)
+        with telemetry.remote_agent(request.url) as remote:
+            async with _http(request.poll.request_timeout_seconds) as http, _heartbeat() as beat:
+                result = await _delegate(http, request, beat)
+            remote.result(result.agent_name, result.state, result.task_id)
+            return result
     except A2AError as err:
         raise err.to_application_error() from err
 
@@ -80,7 +84,7 @@ class _Beat:
 
 
 async def _delegate(http: httpx.AsyncClient, request: A2ADelegateRequest, beat: _Beat) -> A2ADelegateResult:
-    auth = transport.auth_headers(request.auth_token_env)
+    auth = {**transport.auth_headers(request.auth_token_env), **telemetry.trace_headers()}
     agent = await card.discover(http, request.url, headers=auth, token_env=request.auth_token_env)
     dialect = wire.dialect_for(agent.protocol_version)
     endpoint = Endpoint(http, agent.endpoint, {**dialect.headers, **auth}, token_env=request.auth_token_env)

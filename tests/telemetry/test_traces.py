@@ -163,3 +163,59 @@ async def test_a_session_is_a_span_per_run_with_a_turn_span_per_message(dev_env,
     assert all(by_id[s.parent.span_id].name == "session chatty" for s in turn_spans)
     chats = [s for s in spans if s.name == "chat scripted"]
     assert len(chats) == turns and all(by_id[s.parent.span_id].name == "invoke_agent chatty" for s in chats)
+
+
+async def test_an_a2a_delegation_to_a_stalwart_agent_is_one_trace_across_both(dev_env, traced, monkeypatch):
+    """The delegating worker's `invoke_agent` client span sends `traceparent`; the A2A server (here a Stalwart
+    agent served over A2A) starts its run under it, so the remote agent's spans nest under the call."""
+    from stalwart.client.a2a_server import A2AAgentServer
+    from stalwart.client.api import StalwartClient
+    from stalwart.client.connection import connect
+    from stalwart.contracts import ScriptedReply, ScriptedToolCall
+    from stalwart.workers.dev_server import free_port
+
+    from support.a2a_http import serving
+
+    monkeypatch.delenv("DEBUG_MOCK_RESPONSES", raising=False)
+    client = await connect(dev_env.address, from_config=False)  # traces, as the process does
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    port = free_port()
+    explainer = AgentSpec(name="explainer", scripted=[ScriptedReply(text="Qubits are two-level systems.")])
+    server = A2AAgentServer(
+        StalwartClient(client, task_queue=task_queue), explainer, public_url=f"http://127.0.0.1:{port}/"
+    )
+    lead = AgentSpec(
+        name="lead",
+        sub_agents=[SubAgent(name="remote", url=f"http://127.0.0.1:{port}/")],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="remote", arguments={"task": "Explain qubits"})]),
+            ScriptedReply(text="Done."),
+        ],
+    )
+    run_id = f"traced-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client, task_queue=task_queue), serving(server.app(), port):
+        result = await client.execute_workflow(
+            WORKFLOW_TYPE,
+            RunInput(agent=lead, goal="Explain"),
+            id=run_id,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    assert result.steps[2].result == "Qubits are two-level systems."
+    spans = spans_of_trace(traced.get_finished_spans(), root_name="invoke_agent lead", run_id=run_id)
+    assert signature(tree(spans)) == (
+        "invoke_agent lead",
+        (
+            ("chat scripted", ()),
+            (
+                "execute_tool remote",
+                (("invoke_agent explainer", (("invoke_agent explainer", (("chat scripted", ()),)),)),),
+            ),
+            ("chat scripted", ()),
+        ),
+    )
+    by_id = {s.context.span_id: s for s in spans}
+    [client_span] = [s for s in spans if s.parent and by_id[s.parent.span_id].name == "execute_tool remote"]
+    [remote_run] = [s for s in spans if s.name == "invoke_agent explainer" and s is not client_span]
+    assert client_span.kind.name == "CLIENT" and client_span.attributes["stalwart.a2a.state"] == "completed"
+    assert remote_run.parent.span_id == client_span.context.span_id
