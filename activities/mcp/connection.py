@@ -53,6 +53,8 @@ class McpConnection:
         self._client: Client | None = None
         self.failure: BaseException | None = None
         """What ended the session, if anything but a close did."""
+        self.http_answers: list[str] = []
+        """The HTTP errors the server answered with (`HTTP 405 (text/html) to POST`), newest last."""
 
     @property
     def client(self) -> Client:
@@ -109,7 +111,8 @@ class McpConnection:
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         try:
-            async with Client(open_transport(self.spec, self._ended), cache=None, client_info=_client_info()) as client:
+            transport = open_transport(self.spec, self._ended, answers=self.http_answers)
+            async with Client(transport, cache=None, client_info=_client_info()) as client:
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as err:

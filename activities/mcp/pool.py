@@ -70,7 +70,7 @@ class McpPool:
                 # The message carries the cause: a run's error is the innermost message of the chain, so none follows.
                 cause = _leaf(failure) or failure
                 logger.debug("MCP server %r: connecting failed", spec.name, exc_info=cause)
-                raise _connect_error(spec, cause) from None
+                raise _connect_error(spec, cause, connection.http_answers) from None
             self._connections[key] = connection
             return connection
 
@@ -219,7 +219,7 @@ def _where(spec: McpServerSpec) -> str:
     return spec.url
 
 
-def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
+def _connect_error(spec: McpServerSpec, err: BaseException, answers: list[str] | None = None) -> Exception:
     if isinstance(err, McpConfigError):
         return err
     if isinstance(err, HandshakeTimeout):
@@ -253,8 +253,16 @@ def _connect_error(spec: McpServerSpec, err: BaseException) -> Exception:
             f"Check `url` and `headers` in the agent file."
         )
     if isinstance(err, MCPError):
+        answered = f"answered {answers[-1]}: " if answers else ""
+        status = re.match(r"HTTP (\d+)", answers[-1]) if answers else None
+        if status and 400 <= int(status.group(1)) < 500 and int(status.group(1)) not in (408, 429):
+            # The server is up and says this request is wrong for it: trying again will not change that.
+            return McpConfigError(
+                f"MCP server {spec.name!r}: {spec.url} refused the MCP handshake ({answered}{err}). "
+                "Check that `url` is the server's MCP endpoint (often ending in /mcp) and `headers` in the agent file."
+            )
         return McpUnavailable(
-            f"MCP server {spec.name!r}: {spec.url} refused the MCP handshake ({err}). "
+            f"MCP server {spec.name!r}: {spec.url} refused the MCP handshake ({answered}{err}). "
             "Check that `url` is the server's MCP endpoint (often ending in /mcp) and that the server is running."
         )
     return McpUnavailable(

@@ -60,9 +60,15 @@ def stdio_parameters(spec: McpStdioServer, environ: Mapping[str, str] | None = N
 
 @asynccontextmanager
 async def open_transport(
-    spec: McpServerSpec, ended: anyio.Event, environ: Mapping[str, str] | None = None
+    spec: McpServerSpec,
+    ended: anyio.Event,
+    environ: Mapping[str, str] | None = None,
+    answers: list[str] | None = None,
 ) -> AsyncIterator[TransportStreams]:
-    """Streams to and from the server; `ended` is set once the server can send nothing more."""
+    """Streams to and from the server; `ended` is set once the server can send nothing more.
+
+    Over HTTP, each answer that is not a success is appended to `answers` (`HTTP 405 (text/html)`), so a
+    failed handshake can say what the server answered: the MCP client reports only that it failed."""
     environ = os.environ if environ is None else environ
     if isinstance(spec, McpStdioServer):
         async with stdio_client(stdio_parameters(spec, environ)) as (read, write):
@@ -72,8 +78,14 @@ async def open_transport(
         key: expand(value, environ, f"MCP server {spec.name!r}: header {key}") for key, value in spec.headers.items()
     }
     timeout = httpx2.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_STREAM_READ_SECONDS)
+
+    async def note(response: httpx2.Response) -> None:
+        if answers is not None and response.status_code >= 400:
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            answers.append(f"HTTP {response.status_code} ({kind}) to {response.request.method}")
+
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http,
         streamable_http_client(spec.url, http_client=http) as (read, write),
     ):
         yield _WatchedReadStream(read, ended), write

@@ -94,12 +94,15 @@ async def test_mcp_connection_failure_names_the_server_the_url_and_the_cause(sta
             name="a", mcp_servers=[McpHttpServer(name="notes", url=url)], scripted=[ScriptedReply(text="x")]
         )
         async with worker_with():
-            result = await stalwart.run(spec, "go")
-    print(f"\nrun error: {result.error}")
+            handle = await stalwart.start(spec, "go")
+            result = await handle.result()
+            attempts = await _attempts_of_describe(handle)
+    print(f"\nrun error: {result.error}; describe attempts: {attempts}")
+    assert attempts == [1], "an endpoint that answers 405 will not heal: not retried"
     assert result.stop_reason == "error"
     error = result.error or ""
     assert "'notes'" in error and url in error
-    assert "refused the MCP handshake" in error
+    assert "refused the MCP handshake (answered HTTP 405 (text/html) to POST" in error
     assert "TaskGroup" not in error and "ExceptionGroup" not in error
 
 
