@@ -18,6 +18,9 @@ from stalwart.client.api import StalwartClient
 from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.agent import McpStdioServer
 
+from wire_server.script import Reply, Stall
+from wire_server.server import Script, WireServer
+
 TESTS_DIR = Path(__file__).resolve().parent
 GRACE_SECONDS = 1.0
 HANG_GUARD_SECONDS = 300  # a hang guard, not a time limit: the measured drain is printed
@@ -54,17 +57,22 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-async def _until(path: Path, worker: subprocess.Popen[bytes], log: Path) -> str:
-    while not (path.exists() and path.read_text().strip()):
+async def _until(started: Path | Script, worker: subprocess.Popen[bytes], log: Path) -> str:
+    """Until the state has begun: a file has content, or the model request reached the wire server."""
+    while not (started.requests if isinstance(started, Script) else started.exists() and started.read_text().strip()):
         if worker.poll() is not None:
             raise AssertionError(f"the worker exited by itself ({worker.returncode}):\n{log.read_text()}")
         await asyncio.sleep(0.05)
-    return path.read_text()
+    return "" if isinstance(started, Script) else started.read_text()
 
 
-def _agent(state: str, tmp_path: Path) -> tuple[AgentSpec, Path]:
-    """An agent that, at its first step, is in `state`; and the file that appears once it is."""
+def _agent(state: str, tmp_path: Path, wire: WireServer) -> tuple[AgentSpec, Path | Script]:
+    """An agent that, at its first step, is in `state`; and what shows that it is."""
     done = ScriptedReply(text="finished")
+    if state == "model-call":
+        # A stream that sends its headers and then nothing for an hour; the retry answers.
+        script = wire.script(Stall(3600), Reply(text="finished"))
+        return AgentSpec(name="model", model="openai:gpt-4.1-mini", base_url=script.openai_base_url), script
     if state == "mcp-handshake":
         pid_file = tmp_path / "mcp.pid"
         server = McpStdioServer(
@@ -79,10 +87,15 @@ def _agent(state: str, tmp_path: Path) -> tuple[AgentSpec, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("state", ["hang_async", "hang_sync", "mcp-handshake"])
-async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(dev_env, task_queue, tmp_path, state):
+@pytest.mark.parametrize("state", ["hang_async", "hang_sync", "mcp-handshake", "model-call"])
+async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(
+    dev_env, task_queue, tmp_path, state, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-shutdown-0123456789")  # the workers' environment
+    wire = WireServer()
+    await wire.start()
     stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
-    spec, started = _agent(state, tmp_path)
+    spec, started = _agent(state, tmp_path, wire)
     log = tmp_path / "worker-1.log"
     worker = _start_worker(dev_env.address, task_queue, log)
     second = None
@@ -106,10 +119,12 @@ async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(dev_
             second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")
             result = await handle.result()
             assert (result.stop_reason, result.answer) == ("done", "finished")
-            assert [s.result for s in result.steps if s.role == "tool"] == [f"{state.removeprefix('hang_')} x"]
+            if state != "model-call":
+                assert [s.result for s in result.steps if s.role == "tool"] == [f"{state.removeprefix('hang_')} x"]
         else:
             await handle.cancel()
     finally:
+        await wire.stop()
         for process in (worker, second):
             if process is not None and process.poll() is None:
                 process.kill()
