@@ -24,7 +24,7 @@ from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from stalwart.activities import secrets
+from stalwart.activities import redacting, secrets
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
@@ -81,7 +81,7 @@ class StalwartPlugin(SimplePlugin):
         self.metrics_port = metrics_port
         self.storage = storage
         self.allowed_env = list(allowed_env)
-        secrets.install_log_redaction()
+        redacting.install_log_redaction()
         self.registry = registry or default_tool_registry()
         for extra in tools:
             if isinstance(extra, ModuleType):
@@ -105,7 +105,7 @@ class StalwartPlugin(SimplePlugin):
             workflow_runner=self._workflow_runner,
             interceptors=[
                 *telemetry.tracing_interceptors(),
-                secrets.RedactingInterceptor(),
+                redacting.RedactingInterceptor(),
                 *([telemetry.TelemetryInterceptor()] if self.tracing else []),
             ],
             run_context=self._open_while_worker_runs,

@@ -83,7 +83,7 @@ async def test_env_allowlist_api_key_env_outside_the_allowlist_is_refused_before
 
 
 def test_secret_leak_only_the_streamed_answer_is_held_back_not_other_heartbeat_details():
-    from stalwart.activities.secrets import _heartbeat_detail
+    from stalwart.activities.redacting import _heartbeat_detail
     from stalwart.contracts.stream import StreamProgress
 
     key = _plain_key()
