@@ -33,12 +33,14 @@ EXPECTED = (
 )
 
 
-def _worker(address: str, task_queue: str, collector: Collector, log: Path) -> subprocess.Popen[bytes]:
+def _worker(
+    address: str, task_queue: str, collector: Collector, log: Path, *, batch_delay_ms: int = 50
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
         "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "OTEL_BSP_SCHEDULE_DELAY": str(batch_delay_ms),
     }
     command = [sys.executable, "-m", "stalwart.client.cli", "worker", "--address", address]
     command += ["--task-queue", task_queue, "--tools", "crash_trace_tools"]
@@ -104,3 +106,27 @@ async def test_a_run_resumed_after_its_worker_was_killed_is_one_trace_without_du
     assert signature(tree(spans)) == EXPECTED
     held = [s for s in spans if s.name == "execute_tool gated_record" and s.attributes["stalwart.step"] == 2]
     assert len(held) == 1 and held[0] not in before_crash, "the interrupted call's span is ended by the second worker"
+
+
+@pytest.mark.slow
+async def test_a_worker_stopped_normally_sends_the_spans_it_still_holds(dev_env, tmp_path):
+    """Spans wait in the exporter's batch (here for a minute); SIGTERM, as an orchestrator stops a container,
+    sends them before the process exits."""
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    agent = AgentSpec(name="quick", scripted=[ScriptedReply(text="Done.")])
+    with Collector() as collector:
+        log = tmp_path / "worker.log"
+        worker = _worker(dev_env.address, task_queue, collector, log, batch_delay_ms=60_000)
+        try:
+            result = await StalwartClient(dev_env.client, task_queue=task_queue).run(agent, "Go.")
+            assert collector.received() == [], "the batch should still hold the spans"
+            worker.send_signal(signal.SIGTERM)
+            worker.wait()
+            assert "stopped: drained" in log.read_text(), log.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        received = sorted(s.name for s in collector.received())
+    assert result.answer == "Done."
+    assert received == ["chat scripted", "invoke_agent quick"]
