@@ -23,6 +23,8 @@ def unreported(usage: Usage | None) -> Usage:
     (no usage at all, or zero tokens both ways, which no real model call costs)."""
     if usage is None or (usage.input_tokens == 0 and usage.output_tokens == 0):
         return Usage(estimated=True)
+    if usage.input_tokens == 0:  # every call reads its prompt: a zero is a count the provider left out
+        return usage.model_copy(update={"input_tokens": -1})
     return usage
 
 

@@ -98,6 +98,13 @@ async def test_negative_usage_is_clamped_and_never_lowers_the_totals(
     assert result.usage.estimated
 
 
+async def test_usage_with_an_input_count_left_out_is_estimated(time_skipping_env, task_queue, wire, flavor: Flavor):
+    script = wire.script(Reply(text="42", input_tokens=0, output_tokens=7))
+    result = await run_agent(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "x" * 400)
+    [step] = [s for s in result.steps if s.role == "assistant"]
+    assert step.usage.input_tokens >= 100 and step.usage.output_tokens == 7 and step.usage.estimated
+
+
 async def test_missing_usage_is_estimated_so_the_token_budget_still_fires(
     time_skipping_env, task_queue, wire, flavor: Flavor
 ):
