@@ -33,7 +33,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.activities import telemetry
-from stalwart.client.api import StalwartClient
+from stalwart.client.api import InvalidRunInput, StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.run import AgentResult, RunInput
@@ -169,6 +169,8 @@ class A2AAgentServer:
                 await self.stalwart.start(self.agent, text, inputs={CONTEXT_INPUT: context_id}, run_id=run_id)
             except WorkflowAlreadyStartedError:
                 pass  # the same message, sent twice at once: both callers follow the one run
+            except InvalidRunInput as err:  # a message longer than the agent takes as a goal
+                raise RpcError(-32602, f"Invalid params: {err}") from None
             except RPCError as err:
                 raise _temporal_error(err) from None
         if _blocking(params, version):

@@ -63,3 +63,21 @@ async def test_goal_size_a_goal_over_the_limit_from_another_client_fails_the_run
             await handle.result()
     message = str(failed.value.cause)
     assert "invalid run input" in message and "max_message_chars" in message and f"{LIMIT + 1:,}" in message
+
+
+async def test_goal_size_an_a2a_message_over_the_limit_is_an_invalid_params_error(time_skipping_env, task_queue):
+    """A message to an agent served over A2A becomes its goal: too long, it is refused as JSON-RPC, not a 500."""
+    import httpx
+
+    from stalwart.client.a2a_server import A2AAgentServer
+
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    server = A2AAgentServer(stalwart, _agent(), public_url="http://a2a.test/")
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "x" * (LIMIT + 1)}]}
+    transport = httpx.ASGITransport(app=server.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2a.test") as http:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        response = await http.post("/", json=request)
+    assert response.status_code == 200
+    error = response.json()["error"]
+    assert error["code"] == -32602 and "max_message_chars" in error["message"]
