@@ -151,6 +151,44 @@ async def test_mcp_stdio_handshake_has_a_deadline_that_names_the_server(tmp_path
     assert not _pid_alive(pid), "the server that never answered is stopped"
 
 
+@contextmanager
+def a_silent_http_server() -> Iterator[str]:
+    """Accepts connections and reads requests, and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            held.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+async def test_mcp_http_handshake_has_a_deadline_that_names_the_url():
+    activities = ToolActivities(default_registry())
+    try:
+        with a_silent_http_server() as url, pytest.raises(ApplicationError) as caught:
+            server = McpHttpServer(name="silent", url=url, handshake_seconds=1)
+            await describe(activities, AgentSpec(name="a", mcp_servers=[server]))
+    finally:
+        await activities.aclose()
+    message = caught.value.message
+    print(f"\n{message}")
+    assert f"MCP server 'silent': {url} did not answer the MCP handshake within 1s" in message
+
+
 async def test_mcp_handshake_deadline_is_final_on_the_second_attempt(tmp_path):
     server, _ = hanging(tmp_path, handshake_seconds=1)
     activities = ToolActivities(default_registry())
