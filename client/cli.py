@@ -1041,6 +1041,14 @@ async def _worker(args: argparse.Namespace) -> int:
 
     registry = default_registry(args.tools)
     versioning = _deployment_options(args)  # before connecting: a wrong option is said at once
+    if args.metrics_port:
+        from stalwart.workers.telemetry import metrics_runtime
+
+        try:
+            metrics_runtime(args.metrics_port)  # before connecting: the client runs on it
+        except (RuntimeError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_USAGE
     temporal = await connect(
         args.address,
         args.namespace,
