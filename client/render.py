@@ -48,6 +48,10 @@ def _clip(text: str, width: int = _WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+CUT_OFF = ("length", "max_tokens", "incomplete: max_output_tokens", "model_context_window_exceeded")
+"""Provider stop reasons of a reply cut off by the output-token limit (Chat Completions, Anthropic, Responses)."""
+
+
 def step_line(step: StepRecord, *, session: bool = False) -> str:
     """`[2] tool  calculator(expression='1+1') → 2`; a user's text is a run's goal, or a message to a session."""
     took = f" ({(step.ended_at - step.started_at).total_seconds():.2f}s)" if step.ended_at else " (running)"
@@ -62,6 +66,8 @@ def step_line(step: StepRecord, *, session: bool = False) -> str:
         if step.error:
             return f"[{step.step}] model   ERROR {_clip(step.error)}{took}"
         text = _clip(step.content) if step.content else "(calls tools)"
+        if step.stop_reason in CUT_OFF:
+            tokens += f", CUT OFF: {step.stop_reason}"
         return f"[{step.step}] model   {text}{took[:-1]}{tokens})" if step.ended_at else f"[{step.step}] model   …"
     arguments = ", ".join(f"{k}={json.dumps(v)}" for k, v in (step.arguments or {}).items())
     outcome = f"ERROR {step.error}" if step.error is not None else (step.result or "")

@@ -9,7 +9,7 @@ import io
 from flavors import Flavor, agent_for, run_agent
 
 from stalwart.activities.providers.base import ModelGarbledError
-from stalwart.client.render import print_result
+from stalwart.client.render import print_result, step_line
 from stalwart.contracts import Budgets
 
 from wire_server.script import Call, Garbage, Reply
@@ -76,6 +76,7 @@ async def test_truncated_answer_does_not_end_the_run_done_but_stops_with_max_tok
     assert step.content.startswith("The answer, in full")
     assert "cut off by its output-token limit" in (result.error or "")
     assert "max_output_tokens = 10" in (result.error or "")
+    assert f"CUT OFF: {step.stop_reason}" in step_line(step)
 
 
 async def test_truncated_tool_call_is_not_run(time_skipping_env, task_queue, wire, flavor: Flavor):
