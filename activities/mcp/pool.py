@@ -42,7 +42,7 @@ class McpPool:
 
     @staticmethod
     def key(spec: McpServerSpec) -> str:
-        return spec.model_dump_json(exclude={"name", "tools"})
+        return spec.model_dump_json(exclude={"name", "tools", "handshake_seconds"})
 
     async def connection(self, spec: McpServerSpec) -> McpConnection:
         """The live connection to `spec`, started (again) when there is none or its server has gone."""
