@@ -191,6 +191,8 @@ class _WorkflowSpan:
 
         with contextlib.suppress(ValueError):  # a token of another context (a workflow torn down elsewhere)
             context.detach(self._token)
+        if error is not None and isinstance(error, self._ends_on):
+            self._span.set_attribute("stalwart.ended_by", type(error).__name__.lstrip("_"))
         if error is None or isinstance(error, (asyncio.CancelledError, *self._ends_on)):
             self._span.end()  # the replay-safe span ends (exports) only outside replay and eviction
         elif isinstance(error, workflow.ContinueAsNewError):

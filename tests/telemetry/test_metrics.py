@@ -184,3 +184,25 @@ async def test_runs_waiting_for_approval_are_a_gauge(metered, wire, monkeypatch,
         assert (await handle.result()).answer == "Said hi."
         while value(await _scrape(port), "stalwart_approvals_waiting") > baseline:
             await asyncio.sleep(0.1)
+
+
+async def test_the_plugin_given_to_client_connect_serves_metrics(dev_env, wire):
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from stalwart.activities.storage.converter import stalwart_converter
+    from stalwart.workers.plugin import StalwartPlugin
+
+    port = _free_port()
+    plugin = StalwartPlugin(metrics_port=f"127.0.0.1:{port}")
+    client = await Client.connect(dev_env.address, plugins=[plugin], data_converter=stalwart_converter())
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=task_queue):
+        await _run(client, AgentSpec(name="plain", scripted=[{"text": "Hi."}]), "Hi", task_queue)
+        text = await _scrape(port)
+    assert value(text, "stalwart_runs_finished_total", agent="plain", stop_reason="done") == 1
+
+
+async def test_metrics_on_a_client_connected_without_them_say_how_to_connect(dev_env):
+    with pytest.raises(ValueError, match=r"connect\(metrics_port=\.\.\.\)"):
+        build_worker(dev_env.client, task_queue="unused", metrics_port=f"127.0.0.1:{_free_port()}")
