@@ -120,6 +120,9 @@ class McpConnection:
             if not ready.done():
                 ready.cancel() if isinstance(err, asyncio.CancelledError) else ready.set_exception(err)
             elif not isinstance(err, asyncio.CancelledError):
-                logger.info("MCP server %r: session ended with %s: %s", self.spec.name, type(err).__name__, err)
+                cause = err
+                while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # the task groups' wrappers
+                    cause = cause.exceptions[0]
+                logger.info("MCP server %r: session ended with %s: %s", self.spec.name, type(cause).__name__, cause)
             if isinstance(err, asyncio.CancelledError):
                 raise
