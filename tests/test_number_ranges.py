@@ -121,6 +121,35 @@ def test_every_number_of_an_agent_file_has_a_finite_upper_bound():
     assert not unbounded, f"fields without a range: {unbounded}"
 
 
+def _models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
+    """Every model an agent file can reach from `annotation`: through fields, lists, dicts, unions."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return
+        seen.add(annotation)
+        yield annotation
+        for info in annotation.model_fields.values():
+            yield from _models(info.annotation, seen)
+    for arg in get_args(annotation):
+        yield from _models(arg, seen)
+
+
+def test_every_number_anywhere_in_an_agent_spec_has_a_finite_range():
+    """Not only the sections listed above: any model an agent file reaches (MCP servers, sub-agents, scripted
+    calls ...), so a numeric field added later without a range fails here."""
+    unbounded = [
+        f"{model.__name__}.{field.path[-1]}"
+        for model in _models(AgentSpec, set())
+        for field in _numbers(model, ())
+        if field.low is None or field.high is None
+    ]
+    assert not unbounded, f"numeric fields without a finite range: {unbounded}"
+    takes_inf = [
+        model.__name__ for model in _models(AgentSpec, set()) if model.model_config.get("allow_inf_nan") is not False
+    ]
+    assert not takes_inf, f"models that accept inf and nan: {takes_inf}"
+
+
 def _base() -> dict[str, Any]:
     """A session that calls a tool needing approval, then answers, then ends idle: every timer of a run is set."""
     return {
