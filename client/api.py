@@ -81,6 +81,19 @@ def run_input(
     return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)
 
 
+class _Unanswered(Exception):
+    """No worker answered a query: read the run from its history instead."""
+
+
+def _unanswered(err: RPCError) -> bool:
+    """A query that timed out, or that the server refused for want of a worker ("no poller seen")."""
+    return err.status in (
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.FAILED_PRECONDITION,
+    ) or "no poller" in str(err)
+
+
 class RunWithoutResult(RuntimeError):
     """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
 
@@ -96,8 +109,55 @@ class RunHandle:
         self._one_query = asyncio.Lock()
         self._archived: dict[str, builtins.list[StepRecord]] = {}  # archives never change: read each once
         self._max_steps: int | None = None
+        self.offline: str | None = None
+        """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
 
-    async def _query(self, name: str, result_type: Any) -> Any:
+    async def _ask(self, name: str, result_type: Any) -> Any:
+        """A live query, or `_Unanswered` within seconds when no worker answers it (not after half a minute).
+
+        A worker that polls answers at once; when the first try times out, a task queue without pollers
+        means no worker runs, and one more try rules out a query lost as the run continued as new.
+        """
+        try:
+            return await self._query(name, result_type, attempts=1)
+        except RPCError as err:
+            if not _unanswered(err):
+                raise
+        if await self._worker_polling():
+            try:
+                return await self._query(name, result_type, attempts=1)
+            except RPCError as err:
+                if not _unanswered(err):
+                    raise
+        raise _Unanswered()
+
+    async def _worker_polling(self) -> bool:
+        """Whether any worker has polled the run's workflow task queue lately (a dead one stays listed a while)."""
+        from temporalio.api.enums.v1 import TaskQueueType
+        from temporalio.api.taskqueue.v1 import TaskQueue
+        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+        task_queue = (await self._handle.describe()).task_queue
+        try:
+            described = await self._client.workflow_service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=self._namespace,
+                    task_queue=TaskQueue(name=task_queue),
+                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                )
+            )
+        except RPCError:
+            return True  # cannot tell: give the query its second try
+        return bool(described.pollers)
+
+    async def _offline(self) -> tuple[RunState, builtins.list[PendingApproval]]:
+        from stalwart.client import offline
+
+        state, pending = await offline.rebuild(self._client, self._handle)
+        self.offline = state.offline
+        return state, pending
+
+    async def _query(self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS) -> Any:
         """Ask the running workflow, one query at a time.
 
         `stalwart run` follows steps, the streamed answer and approvals at once. Two
@@ -105,14 +165,14 @@ class RunHandle:
         held the second back by about a second, so the first steps printed late, all at once.
         """
         async with self._one_query:
-            for attempt in range(_QUERY_ATTEMPTS):
+            for attempt in range(attempts):
                 try:
                     return await self._handle.query(name, result_type=result_type, rpc_timeout=_QUERY_RPC_TIMEOUT)
                 except RPCError as err:
                     # A query that reaches a run just as it continues as new is never answered; the
                     # next one goes to the new run.
                     timed_out = err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
-                    if not timed_out or attempt == _QUERY_ATTEMPTS - 1:
+                    if not timed_out or attempt == attempts - 1:
                         raise
             raise AssertionError("unreachable")
 
@@ -140,7 +200,14 @@ class RunHandle:
         The log covers every run of a continue-as-new chain: earlier runs' steps come from storage.
         """
         closed = await self._closed_state()
-        state: RunState = closed if closed is not None else await self._query("state", RunState)
+        self.offline = None
+        if closed is not None:
+            state = closed
+        else:
+            try:
+                state = await self._ask("state", RunState)
+            except _Unanswered:
+                state, _ = await self._offline()
         if state.earlier:
             earlier = await self._archived_steps(state.earlier)
             state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
@@ -244,8 +311,15 @@ class RunHandle:
         raise RuntimeError(f"run {self.run_id} has no history")
 
     async def pending_approvals(self) -> list[PendingApproval]:
-        """Tool calls of this run that wait for a person's decision."""
-        return await self._query("pending_approvals", list[PendingApproval])
+        """Tool calls of this run that wait for a person's decision.
+
+        With no worker running, they are read from the run's history and `offline` says so.
+        """
+        self.offline = None
+        try:
+            return await self._ask("pending_approvals", list[PendingApproval])
+        except _Unanswered:
+            return (await self._offline())[1]
 
     async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
         """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""

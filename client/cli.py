@@ -1006,30 +1006,57 @@ async def _while_a_turn_runs(
 
 
 async def _pending(args: argparse.Namespace) -> int:
+    from temporalio.service import RPCError
+
     stalwart = await _client(args)
-    runs = (
-        [(args.run_id, await stalwart.get(args.run_id).pending_approvals())]
+    run_ids = (
+        [args.run_id]
         if args.run_id
-        else await stalwart.awaiting_approval()
+        else [r.run_id for r in await stalwart.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'")]
     )
-    render.print_pending(runs, sys.stdout)
+    runs, notes = [], {}
+    for run_id in run_ids:  # each run on its own: one that cannot be read does not hide the others
+        handle = stalwart.get(run_id)
+        try:
+            runs.append((run_id, await handle.pending_approvals()))
+        except (RPCError, RuntimeError) as err:
+            if args.run_id:
+                raise
+            notes[run_id] = f"could not be read ({err})"
+            continue
+        if handle.offline:
+            notes[run_id] = handle.offline
+    render.print_pending(runs, sys.stdout, notes=notes)
     return EXIT_OK
 
 
 async def _decide(args: argparse.Namespace) -> int:
+    import asyncio
+
     from temporalio.client import WorkflowUpdateFailedError
 
     handle = (await _client(args)).get(args.run_id)
+    decide = handle.approve if args.approved else handle.reject
     try:
-        if args.approved:
-            await handle.approve(args.call_id, reason=args.reason, reviewer=args.reviewer)
-        else:
-            await handle.reject(args.call_id, reason=args.reason, reviewer=args.reviewer)
+        decision = asyncio.ensure_future(decide(args.call_id, reason=args.reason, reviewer=args.reviewer))
+        done, _ = await asyncio.wait([decision], timeout=_DECISION_PATIENCE_SECONDS)
+        if not done:  # a worker must take the decision to the run: say why nothing happens yet
+            print(
+                f"waiting for a worker: the decision is delivered when a worker for run {args.run_id} polls again "
+                "(none has answered yet; start one with `stalwart worker`). Ctrl-C gives up.",
+                file=sys.stderr,
+                flush=True,
+            )
+        await decision
     except WorkflowUpdateFailedError as err:
         print(f"error: {err.cause or err}. `stalwart pending {args.run_id}` lists the calls waiting.", file=sys.stderr)
         return EXIT_USAGE
     print(f"{'approved' if args.approved else 'rejected'} call {args.call_id} of run {args.run_id}")
     return EXIT_OK
+
+
+_DECISION_PATIENCE_SECONDS = 3.0
+"""How long `approve`/`reject` waits quietly before saying it waits for a worker."""
 
 
 async def _worker(args: argparse.Namespace) -> int:

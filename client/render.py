@@ -143,10 +143,20 @@ def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     )
     if result.error:
         print(f"error: {result.error}", file=out)
+    if result.budget_fired_after_seconds is not None and result.elapsed_seconds > result.budget_fired_after_seconds + 1:
+        print(budget_fired_note(result), file=out)
     if result.metrics is not None:
         print_metrics(result.metrics, out)
     if ui_url:
         print(f"Temporal UI: {ui_url}", file=out)
+
+
+def budget_fired_note(result: AgentResult) -> str:
+    """Why a run stopped by its wall-clock budget took longer than the budget: nobody was there to record it."""
+    return (
+        f"note: the wall-clock budget fired {result.budget_fired_after_seconds:.2f}s after the start, when the run "
+        f"stopped working; the result was recorded at {result.elapsed_seconds:.2f}s, when a worker was back to do it"
+    )
 
 
 def print_metrics(metrics: RunMetrics, out: TextIO) -> None:
@@ -188,6 +198,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -
         print_metrics(state.metrics, out)
     if state.status == "waiting":
         print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
+    if state.offline:
+        print(f"note: {state.offline}", file=out)
     if ui_url:
         print(f"Temporal UI: {ui_url}", file=out)
 
@@ -199,8 +211,13 @@ def print_events(events: list[RunEvent], out: TextIO) -> None:
         print(f"{event.timestamp.isoformat()}  {event.event_type:<20} {_clip(content, 120)}", file=out)
 
 
-def print_pending(runs: list[tuple[str, list[PendingApproval]]], out: TextIO) -> None:
+def print_pending(
+    runs: list[tuple[str, list[PendingApproval]]], out: TextIO, *, notes: dict[str, str] | None = None
+) -> None:
+    """The waiting calls of each run; `notes` says, per run, why it was read from history or could not be read."""
     out = terminal_safe(out)
+    for run_id, note in (notes or {}).items():
+        print(f"{run_id}  note: {note}", file=out)
     waiting = [(run_id, p) for run_id, pending in runs for p in pending]
     if not waiting:
         print("no tool calls are waiting for approval", file=out)

@@ -107,6 +107,7 @@ class AgentWorkflow:
         self._published: dict[str, object] = {}
         self._error: str | None = None
         self._budget: Budget | None = None
+        self._budget_fired_at: datetime | None = None
         if carried is None:
             self._chain_id = workflow.info().run_id
             self._runs = 0
@@ -405,6 +406,7 @@ class AgentWorkflow:
         except deadlines.DeadlineReached:
             self._close_open_steps(f"cancelled: wall-clock budget of {self._agent.budgets.max_seconds:g}s reached")
             stop = "max_seconds"
+            self._budget_fired_at = turn.deadline  # later than now only if no worker was running at the deadline
         self._end_turn(turn, stop)
         return stop
 
@@ -419,6 +421,11 @@ class AgentWorkflow:
             elapsed_seconds=elapsed,
             metrics=conversation.metrics(self._steps[turn.first_record :], elapsed_seconds=elapsed),
             error=self._error,
+            budget_fired_after_seconds=(
+                (turn.deadline - turn.started_at).total_seconds()
+                if stop == "max_seconds" and turn.deadline is not None
+                else None
+            ),
         )
         for message_id in self._read_in_turn:
             self._results[message_id] = result
@@ -935,6 +942,11 @@ class AgentWorkflow:
             metrics=conversation.metrics(self._steps, self._archived_metrics, elapsed),
             error=self._error,
             earlier=self._archives,
+            budget_fired_after_seconds=(
+                (self._budget_fired_at - self._chain_started).total_seconds()
+                if stop == "max_seconds" and self._budget_fired_at is not None
+                else None
+            ),
         )
 
     def _closed_result(self, stop: StopReason) -> AgentResult:

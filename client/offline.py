@@ -1,0 +1,188 @@
+"""A running run's state read from its history, for when no worker can answer a query.
+
+Queries are answered by a worker: while none runs, `stalwart show`, `show --events` and `pending RUN`
+would wait and fail exactly when an operator needs them. Everything the live `state` and
+`pending_approvals` queries report is also in the run's history, in what the workflow
+recorded: its input (agent, goal), each model and tool activity's input and result, the
+messages and decisions it accepted, and its search attributes (status). This module rebuilds
+the two from those, without a worker. What only the workflow's memory holds (a call waiting for
+a free parallel slot rather than for approval) is told apart as well as history allows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client, WorkflowHandle
+from temporalio.converter import DataConverter
+
+from stalwart.contracts import names
+from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
+from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
+from stalwart.contracts.run import RunInput, RunState, StepRecord
+
+NO_WORKER = (
+    "no worker is running for this run's task queue (the live query went unanswered): this is read from the "
+    "run's history, and the run continues when a worker starts (`stalwart worker`)"
+)
+
+
+class _Rebuilt:
+    def __init__(self, run_input: RunInput, started_at: datetime) -> None:
+        self.run_input = run_input
+        self.steps: list[StepRecord] = []
+        self.usage = run_input.carried.usage if run_input.carried else Usage()
+        self.tools_needing_approval = set(run_input.agent.require_approval)
+        self.calls: dict[str, tuple[StepRecord, ToolCall]] = {}  # call id -> its tool step, newest first wins
+        self.decided: set[str] = set()
+        self.activities: dict[int, tuple[str, StepRecord | None]] = {}  # scheduled event id -> (type, its step)
+        self.last_turn: tuple[int, datetime, list[ToolCall]] | None = None
+        if run_input.carried is None and not run_input.session:
+            self.steps.append(
+                StepRecord(step=0, role="user", content=run_input.goal, started_at=started_at, ended_at=started_at)
+            )
+
+
+async def rebuild(client: Client, handle: WorkflowHandle[Any, Any]) -> tuple[RunState, list[PendingApproval]]:
+    """The run's state and the calls that wait for a decision, from its history and search attributes."""
+    converter = client.data_converter
+    description = await handle.describe()
+    events = [event async for event in handle.fetch_history_events()]
+    started = events[0].workflow_execution_started_event_attributes
+    try:
+        [run_input] = await converter.decode(list(started.input.payloads), [RunInput])
+    except Exception:  # an input the workflow itself refuses: nothing more to read
+        run_input = RunInput.model_validate({"agent": {"name": "invalid-input"}})
+    rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
+    for event in events:
+        await _apply(rebuilt, event, converter)
+    status = description.typed_search_attributes.get(names.AGENT_STATUS) or "running"
+    carried = run_input.carried
+    state = RunState(
+        agent=run_input.agent.name,
+        goal=run_input.goal,
+        status=status,  # type: ignore[arg-type]
+        steps=rebuilt.steps,
+        usage=rebuilt.usage,
+        session=run_input.session,
+        turns=(carried.turns if carried else 0) + (0 if run_input.session else 1),
+        runs=(carried.runs + 1) if carried else 1,
+        earlier=carried.archives if carried else [],
+        offline=NO_WORKER,
+    )
+    return state, _pending(rebuilt, description.typed_search_attributes.get(names.AGENT_AWAITING_APPROVAL))
+
+
+async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverter) -> None:
+    at = event.event_time.ToDatetime().astimezone()
+    if event.HasField("activity_task_scheduled_event_attributes"):
+        attributes = event.activity_task_scheduled_event_attributes
+        kind = attributes.activity_type.name
+        record = None
+        if kind == names.MODEL_ACTIVITY:
+            [request] = await converter.decode(list(attributes.input.payloads), [ModelRequest])
+            record = next((s for s in rebuilt.steps if s.role == "assistant" and s.step == request.step), None)
+            if record is None:  # a model call scheduled again after a long rate limit keeps its step
+                record = StepRecord(step=request.step, role="assistant", started_at=at)
+                rebuilt.steps.append(record)
+            record.ended_at, record.error = None, None
+        elif kind == names.RUN_TOOL_ACTIVITY:
+            [tool_request] = await converter.decode(list(attributes.input.payloads), [ToolRequest])
+            known = rebuilt.calls.get(tool_request.call.id)
+            record = known[0] if known else None
+            if record is not None:
+                record.started_at, record.tool_kind = at, tool_request.tool.kind
+            rebuilt.decided.add(tool_request.call.id)  # it runs: no approval is awaited any more
+        rebuilt.activities[event.event_id] = (kind, record)
+    elif event.HasField("activity_task_completed_event_attributes"):
+        attributes = event.activity_task_completed_event_attributes
+        kind, record = rebuilt.activities.get(attributes.scheduled_event_id, ("", None))
+        payloads = list(attributes.result.payloads)
+        if kind == names.DESCRIBE_TOOLS_ACTIVITY:
+            [described] = await converter.decode(payloads, [DescribeToolsResult])
+            rebuilt.tools_needing_approval |= {t.name for t in described.tools if t.requires_approval}
+        elif kind == names.MODEL_ACTIVITY and record is not None:
+            [turn] = await converter.decode(payloads, [AssistantTurn])
+            record.content, record.usage, record.ended_at = turn.text, turn.usage, at
+            record.stop_reason = turn.stop_reason
+            rebuilt.usage = rebuilt.usage + turn.usage
+            rebuilt.last_turn = (record.step, at, turn.tool_calls)
+            for call in turn.tool_calls:
+                tool_step = StepRecord(
+                    step=record.step,
+                    role="tool",
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    arguments=call.arguments,
+                    started_at=at,
+                )
+                rebuilt.steps.append(tool_step)
+                rebuilt.calls[call.id] = (tool_step, call)
+        elif kind == names.RUN_TOOL_ACTIVITY and record is not None:
+            [result] = await converter.decode(payloads, [ToolResult])
+            record.ended_at = at
+            if result.is_error:
+                record.error = result.content
+            else:
+                record.result = result.content
+    else:
+        for field in ("activity_task_failed", "activity_task_timed_out", "activity_task_canceled"):
+            if event.HasField(f"{field}_event_attributes"):
+                attributes = getattr(event, f"{field}_event_attributes")
+                _, record = rebuilt.activities.get(attributes.scheduled_event_id, ("", None))
+                if record is not None:
+                    failure = getattr(attributes, "failure", None)
+                    message = _innermost(failure) if failure is not None else field.split("_")[-1]
+                    record.ended_at, record.error = at, message or field.replace("_", " ")
+                return
+        await _apply_message(rebuilt, event, at, converter)
+
+
+async def _apply_message(rebuilt: _Rebuilt, event: HistoryEvent, at: datetime, converter: DataConverter) -> None:
+    """Messages a session received and decisions on waiting calls."""
+    if event.HasField("workflow_execution_signaled_event_attributes"):
+        attributes = event.workflow_execution_signaled_event_attributes
+        if attributes.signal_name == "message" and attributes.input.payloads:
+            [text] = await converter.decode(list(attributes.input.payloads), [str])
+            rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
+    elif event.HasField("workflow_execution_update_accepted_event_attributes"):
+        request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+        payloads = list(request.input.args.payloads)
+        if request.input.name == "send" and payloads:
+            [text] = await converter.decode(payloads, [str])
+            rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
+        elif request.input.name in ("approve", "reject") and payloads:
+            [decision] = await converter.decode(payloads, [ApprovalDecision])
+            rebuilt.decided.add(decision.call_id)
+
+
+def _pending(rebuilt: _Rebuilt, awaiting: bool | None) -> list[PendingApproval]:
+    """Calls of the latest model turn that need approval, have not run and have no decision yet."""
+    if not awaiting or rebuilt.last_turn is None:
+        return []
+    step, at, calls = rebuilt.last_turn
+    timeout = timedelta(seconds=rebuilt.run_input.agent.approval_timeout_seconds)
+    return [
+        PendingApproval(
+            call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            step=step,
+            requested_at=at,
+            expires_at=at + timeout,
+        )
+        for call in calls
+        if call.name in rebuilt.tools_needing_approval
+        and call.id not in rebuilt.decided
+        and rebuilt.calls[call.id][0].ended_at is None
+    ]
+
+
+def _innermost(failure: Any) -> str:
+    while failure.HasField("cause"):
+        failure = failure.cause
+    kind = failure.application_failure_info.type if failure.HasField("application_failure_info") else ""
+    return f"{kind}: {failure.message}" if kind else failure.message
