@@ -280,6 +280,12 @@ def _parser() -> argparse.ArgumentParser:
     dev = command("dev", _dev, "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C.")
     _dev_options(dev)
     _worker_options(dev)
+    dev.add_argument(
+        "--metrics-port",
+        default=os.environ.get("STALWART_METRICS_PORT") or None,
+        metavar="PORT",
+        help="the worker serves Prometheus metrics at http://0.0.0.0:PORT/metrics (or HOST:PORT)",
+    )
 
     codec = command(
         "codec-server",
@@ -1156,11 +1162,23 @@ async def _dev(args: argparse.Namespace) -> int:
     from stalwart.workers.shutdown import Shutdown
 
     args.address, args.namespace, args.task_queue = None, None, TASK_QUEUE
+    if args.metrics_port:
+        from stalwart.workers.telemetry import metrics_runtime
+
+        try:
+            metrics_runtime(args.metrics_port)  # said at once, before the dev server starts
+        except (RuntimeError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_USAGE
     shutdown = Shutdown(0.0)  # runs cut short resume when the dev server starts again
     try:
         async with _temporal(args, embedded=True) as (_, ui_url):
             print(f"Temporal dev server on 127.0.0.1:{args.port}, data in {args.data_dir}", file=sys.stderr)
             print(f"Temporal UI: {ui_url}", file=sys.stderr)
+            if args.metrics_port:
+                from stalwart.workers.telemetry import metrics_address
+
+                print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
             print(
                 "A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.",
                 file=sys.stderr,
@@ -1253,11 +1271,13 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     codec = _dev_codec_server(args, server)
     print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
     async with codec, server:
-        temporal = await connect(server.address, from_config=False)  # a local server: no cloud profile, no TLS
+        metrics = getattr(args, "metrics_port", None)  # `stalwart dev --metrics-port`
+        # A local server: no cloud profile, no TLS.
+        temporal = await connect(server.address, from_config=False, metrics_port=metrics)
         # `stalwart run` in another shell prints links to this server's UI, on whatever --ui-port it has.
         record_dev_ui_url(server.address, server.ui_url)
         try:
-            async with build_worker(temporal, registry=registry, task_queue=args.task_queue):
+            async with build_worker(temporal, registry=registry, task_queue=args.task_queue, metrics_port=metrics):
                 yield temporal, server.ui_url
         finally:
             record_dev_ui_url(server.address, None)

@@ -22,8 +22,10 @@ import asyncio
 import time
 from typing import Literal
 
+from temporalio.api.enums.v1 import RoutingConfigUpdateState
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
+    DescribeWorkerDeploymentResponse,
     SetWorkerDeploymentCurrentVersionRequest,
 )
 from temporalio.client import Client
@@ -59,13 +61,24 @@ def deployment_config(deployment_name: str, build_id: str, behaviour: Behaviour 
     )
 
 
-async def wait_for_version(client: Client, deployment_name: str, build_id: str, *, timeout: float = 60.0) -> None:
-    """Return once the server has seen a worker of this version poll (it cannot be made current before)."""
-    deadline = time.monotonic() + timeout
+async def describe_deployment(client: Client, deployment_name: str) -> DescribeWorkerDeploymentResponse:
+    """The deployment as the server sees it; its per-deployment rate limit ("too many requests") is waited out."""
     request = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment_name)
     while True:
         try:
-            described = await client.workflow_service.describe_worker_deployment(request)
+            return await client.workflow_service.describe_worker_deployment(request)
+        except RPCError as err:
+            if err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
+                raise
+        await asyncio.sleep(1.0)
+
+
+async def wait_for_version(client: Client, deployment_name: str, build_id: str, *, timeout: float = 60.0) -> None:
+    """Return once the server has seen a worker of this version poll (it cannot be made current before)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            described = await describe_deployment(client, deployment_name)
             summaries = described.worker_deployment_info.version_summaries
             if any(s.deployment_version.build_id == build_id for s in summaries):
                 return
@@ -77,18 +90,40 @@ async def wait_for_version(client: Client, deployment_name: str, build_id: str, 
                 f"no worker of version {deployment_name}.{build_id} has polled namespace {client.namespace!r} "
                 f"within {timeout:g}s: is one running with --deployment-name {deployment_name} --build-id {build_id}?"
             )
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.5)
 
 
 async def set_current_version(client: Client, deployment_name: str, build_id: str, *, timeout: float = 60.0) -> None:
     """Make `deployment_name`.`build_id` the version new runs start on (what
-    `temporal worker deployment set-current-version` does), once a worker of it polls."""
+    `temporal worker deployment set-current-version` does), once a worker of it polls; return when the
+    server has told every task queue of the deployment (until then a task may still go to the old version)."""
     await wait_for_version(client, deployment_name, build_id, timeout=timeout)
-    await client.workflow_service.set_worker_deployment_current_version(
-        SetWorkerDeploymentCurrentVersionRequest(
-            namespace=client.namespace,
-            deployment_name=deployment_name,
-            build_id=build_id,
-            identity="stalwart",
-        )
+    request = SetWorkerDeploymentCurrentVersionRequest(
+        namespace=client.namespace, deployment_name=deployment_name, build_id=build_id, identity="stalwart"
     )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            await client.workflow_service.set_worker_deployment_current_version(request)
+            break
+        except RPCError as err:
+            # Refused while the new version's pollers have not yet registered every task queue (workflow and
+            # activity) the current version has: they do within moments of the worker starting.
+            registering = "missing active task queues" in err.message
+            if err.status == RPCStatusCode.FAILED_PRECONDITION and registering and time.monotonic() < deadline:
+                pass
+            elif err.status != RPCStatusCode.RESOURCE_EXHAUSTED:
+                raise
+        await asyncio.sleep(1.0)
+    while True:
+        info = (await describe_deployment(client, deployment_name)).worker_deployment_info
+        current = info.routing_config.current_deployment_version.build_id
+        state = info.routing_config_update_state
+        if current == build_id and state != RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"version {deployment_name}.{build_id} was made current but the server had not passed it on to every "
+                f"task queue within {timeout:g}s (current: {current or 'none'}); check the server's matching service"
+            )
+        await asyncio.sleep(0.5)

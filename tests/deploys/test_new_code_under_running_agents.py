@@ -25,48 +25,28 @@ from temporalio.workflow import NondeterminismError
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, SubAgent
+from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.workers.worker import build_worker
 
 from support import gate_tool
 from support.approvals import until_pending
-from support.new_code import call, failed_tasks, histories_of, new_code_worker, payer, registry, summaries
+from support.new_code import (
+    failed_tasks,
+    histories_of,
+    lead,
+    new_code_worker,
+    payer,
+    registry,
+    summaries,
+    until,
+    worker_bee,
+)
 
 pytestmark = pytest.mark.slow
 
 
-def lead() -> AgentSpec:
-    researcher = AgentSpec(
-        name="researcher",
-        description="Finds facts.",
-        tools=["gated_job"],
-        scripted=[ScriptedReply(tool_calls=[call("gated_job", topic="sub")]), ScriptedReply(text="Qubits.")],
-    )
-    return AgentSpec(
-        name="lead",
-        sub_agents=[SubAgent(name="researcher", spec=researcher)],
-        scripted=[
-            ScriptedReply(tool_calls=[call("researcher", task="Find quantum info")]),
-            ScriptedReply(text="The researcher says: qubits."),
-        ],
-    )
-
-
-def worker_bee() -> AgentSpec:
-    return AgentSpec(
-        name="bee",
-        tools=["gated_job"],
-        scripted=[ScriptedReply(tool_calls=[call("gated_job", topic="mid")]), ScriptedReply(text="Job done.")],
-    )
-
-
 def chatter() -> AgentSpec:
     return AgentSpec(name="chatter", scripted=[ScriptedReply(text="Hello."), ScriptedReply(text="Still here.")])
-
-
-async def until(condition) -> None:  # type: ignore[no-untyped-def]
-    while not condition():
-        await asyncio.sleep(0.05)
 
 
 async def replay(histories: Sequence[WorkflowHistory], workflow: type) -> list[Exception | None]:

@@ -14,22 +14,34 @@ import os
 import subprocess
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from new_code_workflows import PatchedNewCodeWorkflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client, WorkflowHistory
 
 from stalwart.client.api import StalwartClient
 from stalwart.contracts import AgentSpec, ScriptedReply
-from stalwart.workers.versioning import deployment_config, set_current_version
+from stalwart.workers.versioning import deployment_config, describe_deployment, set_current_version
 from stalwart.workers.worker import build_worker
 
+from support import gate_tool
 from support.approvals import until_pending
-from support.new_code import histories_of, new_code_worker, payer, registry, summaries
+from support.new_code import (
+    child_workflow_ids,
+    failed_tasks,
+    histories_of,
+    lead,
+    new_code_worker,
+    payer,
+    registry,
+    summaries,
+    until,
+    worker_bee,
+)
 from support.repo_paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -60,9 +72,7 @@ async def until_runs(handle, count: int) -> list[WorkflowHistory]:  # type: igno
 
 
 async def current_version(client: Client, deployment: str) -> str:
-    described = await client.workflow_service.describe_worker_deployment(
-        DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
-    )
+    described = await describe_deployment(client, deployment)
     return described.worker_deployment_info.routing_config.current_deployment_version.build_id
 
 
@@ -70,68 +80,94 @@ def names(task_queue: str) -> tuple[str, str]:
     return task_queue, f"stalwart-{uuid.uuid4().hex[:8]}"
 
 
-async def test_pinned_runs_end_on_their_version_and_sessions_move_to_the_new_one_at_rest(dev_env):
+EXPECTED = {
+    # Pinned: every run in flight ends on version 1 with the old code, though 2 became current; the session
+    # answers its next message on 1, continues as new onto 2 and runs the new code there.
+    "pinned": {
+        "approval": (["1"], 0),
+        "delegation": (["1"], 0),
+        "sub-agent": (["1"], 0),
+        "mid_turn": (["1"], 0),
+        "session": ([["1"], ["2"]], [0, 1]),
+        "after": (["2"], 1),
+    },
+    # Auto-upgrade: every run in flight moves to 2 at its next workflow task; those that had not ended a turn on
+    # the old code take the new step there (behind its patch), the session, which had, keeps the old path.
+    "auto-upgrade": {
+        "approval": (["1", "2"], 1),
+        "delegation": (["1", "2"], 1),
+        "sub-agent": (["1", "2"], 1),
+        "mid_turn": (["1", "2"], 1),
+        "session": ([["1", "2"]], [0]),
+        "after": (["2"], 1),
+    },
+}
+
+
+@pytest.mark.parametrize("behaviour", ["pinned", "auto-upgrade"])
+async def test_runs_in_flight_meet_a_new_version_as_their_versioning_behaviour_says(dev_env, behaviour):
     client = dev_env.client
-    task_queue, deployment = names(f"pinned-{uuid.uuid4().hex[:8]}")
+    task_queue, deployment = names(f"{behaviour}-{uuid.uuid4().hex[:8]}")
     stalwart = StalwartClient(client, task_queue=task_queue)
-    old = build_worker(
-        client, task_queue=task_queue, registry=registry(), deployment_config=deployment_config(deployment, "1")
-    )
-    async with old:
-        await set_current_version(client, deployment, "1")
-        approval = await stalwart.start(payer(), "pay 100")
-        pending = await until_pending(approval)
-        session = await stalwart.start_session(chatter())
-        first = await session.send("hi")
-        new = new_code_worker(
-            client, task_queue, PatchedNewCodeWorkflow, deployment_config=deployment_config(deployment, "2")
-        )
-        async with new:  # side by side: the old version keeps serving what is pinned to it
-            await set_current_version(client, deployment, "2")
-            await approval.approve(pending[0].call_id)
-            paid = await approval.result()
-            second = await session.send("still there?")  # answered on 1, then the session moves to 2
-            await until_runs(session, 2)
-            third = await session.send("and now?")
-            after = await stalwart.start(payer(), "pay 100 again")
-            await until_pending(after)
-            await after.approve((await after.pending_approvals())[0].call_id)
-            fresh = await after.result()
-            session_histories = await histories_of(session)
-            approval_histories = await histories_of(approval)
-            after_histories = await histories_of(after)
-            await session.close()
-
-    assert [r.answer for r in (first, second, third)] == ["Hello.", "Still here.", "On the new code."]
-    assert (paid.answer, fresh.answer) == ("Paid.", "Paid.")
-    # The pinned run ended on version 1 with the old code (no new step), though 2 was current.
-    assert (versions(approval_histories), summaries(approval_histories)) == (["1"], 0)
-    # The session: its first run stayed on 1 (both turns), continued as new onto 2 and ran the new code there.
-    assert [versions([h]) for h in session_histories] == [["1"], ["2"]]
-    assert (summaries(session_histories[:1]), summaries(session_histories[1:])) == (0, 1)
-    # A run started after the switch runs on 2 from its start.
-    assert (versions(after_histories), summaries(after_histories)) == (["2"], 1)
-
-
-async def test_auto_upgrade_runs_move_to_the_new_version_at_their_next_step(dev_env):
-    client = dev_env.client
-    task_queue, deployment = names(f"upgrade-{uuid.uuid4().hex[:8]}")
-    stalwart = StalwartClient(client, task_queue=task_queue)
-    old_config = deployment_config(deployment, "1", "auto-upgrade")
+    gate_tool.gate.clear()
+    gate_tool.calls.clear()
+    old_config = deployment_config(deployment, "1", behaviour)
     async with build_worker(client, task_queue=task_queue, registry=registry(), deployment_config=old_config):
         await set_current_version(client, deployment, "1")
         approval = await stalwart.start(payer(), "pay 100")
         pending = await until_pending(approval)
-        new_config = deployment_config(deployment, "2", "auto-upgrade")
+        delegation = await stalwart.start(lead(), "explain quantum computing")
+        mid_turn = await stalwart.start(worker_bee(), "do the job")
+        session = await stalwart.start_session(chatter())
+        first = await session.send("hi")
+        await until(lambda: {"sub", "mid"} <= set(gate_tool.calls))
+        new_config = deployment_config(deployment, "2", behaviour)
         async with new_code_worker(client, task_queue, PatchedNewCodeWorkflow, deployment_config=new_config):
+            # Side by side: the old version keeps serving what stays on it.
             await set_current_version(client, deployment, "2")
+            gate_tool.gate.set()
             await approval.approve(pending[0].call_id)
-            paid = await approval.result()
-            histories = await histories_of(approval)
+            results = {
+                "approval": await approval.result(),
+                "delegation": await delegation.result(),
+                "mid_turn": await mid_turn.result(),
+            }
+            second = await session.send("still there?")
+            if behaviour == "pinned":
+                await until_runs(session, 2)  # it continued as new onto version 2 after answering on 1
+            third = await session.send("and now?")
+            after = await stalwart.start(payer(), "pay 100 again")
+            await after.approve((await until_pending(after))[0].call_id)
+            results["after"] = await after.result()
+            histories = {
+                name: await histories_of(handle)
+                for name, handle in [
+                    ("approval", approval),
+                    ("delegation", delegation),
+                    ("mid_turn", mid_turn),
+                    ("after", after),
+                ]
+            }
+            [child] = child_workflow_ids(histories["delegation"])
+            histories["sub-agent"] = await histories_of(stalwart.get(child))
+            histories["session"] = await histories_of(session)
+            await session.close()
 
-    assert paid.answer == "Paid."
-    # Started on 1, finished on 2 with the new code, which took its new step as the run had not ended a turn yet.
-    assert (versions(histories), summaries(histories)) == (["1", "2"], 1)
+    assert [r.answer for r in (first, second, third)] == ["Hello.", "Still here.", "On the new code."]
+    assert {name: r.answer for name, r in results.items()} == {
+        "approval": "Paid.",
+        "delegation": "The researcher says: qubits.",
+        "mid_turn": "Job done.",
+        "after": "Paid.",
+    }
+    assert Counter(gate_tool.calls) == {"sub": 1, "mid": 1}  # no call was cut off: the old workers stayed
+    observed = {name: (versions(h), summaries(h)) for name, h in histories.items() if name != "session"}
+    observed["session"] = (
+        [versions([h]) for h in histories["session"]],
+        [summaries([h]) for h in histories["session"]],
+    )
+    assert observed == EXPECTED[behaviour]
+    assert {name: failed_tasks(h) for name, h in histories.items()} == {name: [] for name in histories}
 
 
 def test_the_worker_command_refuses_half_a_version_and_says_what_is_missing():

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 
 from new_code_workflows import SUMMARY_ACTIVITY, summarise_turn
 from temporalio.api.enums.v1 import EventType
@@ -12,7 +13,7 @@ from temporalio.worker import Worker, WorkerConfig
 from stalwart.activities.tools import tool
 from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.client.api import RunHandle
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall, SubAgent
 from stalwart.workers.plugin import StalwartPlugin
 from stalwart.workers.worker import default_registry
 from stalwart.workflows import AgentWorkflow
@@ -88,4 +89,44 @@ def failed_tasks(histories: Sequence[WorkflowHistory]) -> list[str]:
         for history in histories
         for event in history.events
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
+def lead() -> AgentSpec:
+    researcher = AgentSpec(
+        name="researcher",
+        description="Finds facts.",
+        tools=["gated_job"],
+        scripted=[ScriptedReply(tool_calls=[call("gated_job", topic="sub")]), ScriptedReply(text="Qubits.")],
+    )
+    return AgentSpec(
+        name="lead",
+        sub_agents=[SubAgent(name="researcher", spec=researcher)],
+        scripted=[
+            ScriptedReply(tool_calls=[call("researcher", task="Find quantum info")]),
+            ScriptedReply(text="The researcher says: qubits."),
+        ],
+    )
+
+
+def worker_bee() -> AgentSpec:
+    return AgentSpec(
+        name="bee",
+        tools=["gated_job"],
+        scripted=[ScriptedReply(tool_calls=[call("gated_job", topic="mid")]), ScriptedReply(text="Job done.")],
+    )
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.05)
+
+
+def child_workflow_ids(histories: Sequence[WorkflowHistory]) -> list[str]:
+    """The workflow ids of the child runs (sub-agents) these histories started."""
+    return [
+        event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+        for history in histories
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
     ]
