@@ -16,7 +16,7 @@ COPY agents ./agents
 RUN pip install --no-cache-dir ".[s3]"
 
 # Not root: the worker needs no privileges.
-RUN useradd --create-home --uid 10001 stalwart
+RUN useradd --create-home --uid 10001 stalwart && chown stalwart /app
 USER stalwart
 
 CMD ["stalwart", "worker"]
