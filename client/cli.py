@@ -261,7 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     _worker_options(worker)
     worker.add_argument(
         "--grace-seconds",
-        type=float,
+        type=_grace_seconds,
         default=10.0,
         metavar="SECONDS",
         help="on SIGTERM or Ctrl-C, how long running activities may finish before they are cancelled (and retried "
@@ -459,6 +459,16 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
         help="the temporal CLI's config file (default: $TEMPORAL_CONFIG_FILE or ~/.config/temporalio/temporal.toml)",
     )
     parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
+
+
+def _grace_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
 
 
 def _worker_options(parser: argparse.ArgumentParser) -> None:

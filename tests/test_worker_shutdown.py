@@ -129,3 +129,15 @@ async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_worker_grace_seconds_out_of_range_is_refused_naming_the_range(value):
+    shown = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", "worker", "--grace-seconds", value],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert shown.returncode == 2
+    assert f"argument --grace-seconds: {value!r} is not a number of seconds from 0 to 3600" in shown.stderr
