@@ -304,6 +304,16 @@ def test_the_dockerfile_copies_every_folder_the_package_is_built_from():
     assert re.fullmatch(r"python:3\.\d+\.\d+-slim-\w+", base), base
 
 
+def test_the_build_context_leaves_out_the_virtualenv_but_keeps_everything_the_dockerfile_copies():
+    import fnmatch
+
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines() if line.strip()]
+    copies, _, _ = dockerfile_steps()
+    for source, _ in copies:
+        assert not any(fnmatch.fnmatch(source, p) for p in patterns), f"{source} is copied but .dockerignore drops it"
+    assert ".venv" in patterns and ".git" in patterns  # gigabytes the engine would otherwise be sent on each build
+
+
 @pytest.mark.slow
 def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands(tmp_path: Path):
     """COPY the same files to a fresh /app and run the Dockerfile's pip command there, in a new venv; then the
