@@ -847,12 +847,21 @@ class AgentWorkflow:
             )
         except TimeoutError:
             refusal = f"Rejected: nobody approved this call within {timeout:g} seconds"
-        finally:
-            del self._pending[call.id]
-            if not self._pending:
-                self._status = "running"
-            self._publish()
+        except BaseException as err:
+            # Cancelled: the call is no longer pending. Evicted from the worker's cache (GeneratorExit, e.g. the
+            # worker stopping): the coroutine is being closed outside the workflow's event loop, where a workflow
+            # call (the search attribute update) raises; the next worker rebuilds this state by replay.
+            if not isinstance(err, GeneratorExit):
+                self._approval_over(call)
+            raise
+        self._approval_over(call)
         return refusal
+
+    def _approval_over(self, call: ToolCall) -> None:
+        del self._pending[call.id]
+        if not self._pending:
+            self._status = "running"
+        self._publish()
 
     def _tool_named(self, name: str) -> ToolSpec | None:
         return next((t for t in self._tools or [] if t.name == name), None)
