@@ -241,6 +241,15 @@ def test_every_variable_a_mounted_script_needs_is_set_in_its_service():
     assert checked == 2  # the schema setup and the namespace creation
 
 
+def test_the_mounted_scripts_are_valid_posix_shell():
+    """The admin-tools image runs them with /bin/sh; dash (Debian's sh) parses them without running them."""
+    dash = shutil.which("dash") or shutil.which("sh")
+    assert dash, "no POSIX shell to check the scripts with"
+    for script in (REPO / "deploy").glob("*.sh"):
+        parsed = subprocess.run([dash, "-n", str(script)], capture_output=True, text=True)
+        assert parsed.returncode == 0, f"{script.name}: {parsed.stderr}"
+
+
 def test_every_stalwart_variable_of_the_stack_is_one_stalwart_reads():
     source = "\n".join(p.read_text() for d in ("activities", "client", "workers") for p in (REPO / d).rglob("*.py"))
     for name in ("worker", "codec-server"):
