@@ -118,9 +118,12 @@ class StalwartPlugin(SimplePlugin):
                 "StalwartPlugin was applied twice to one worker: pass it to Client.connect(plugins=[...]) "
                 "or to Worker(plugins=[...]), not both (build_worker adds it for you)."
             )
+        adopted = self._adopt_tracing(config)
         config = super().configure_worker(config)
         client = config.get("client")
         config = self._one_tracing_interceptor(config)
+        if adopted:
+            config["interceptors"] = [*(config.get("interceptors") or ()), telemetry.TelemetryInterceptor()]
         if (
             self.metrics_port is not None
             and client is not None
@@ -171,6 +174,15 @@ class StalwartPlugin(SimplePlugin):
             restrictions = runner.restrictions.with_passthrough_modules("opentelemetry")
             runner = dataclasses.replace(runner, restrictions=restrictions)
         return runner
+
+    def _adopt_tracing(self, config: WorkerConfig) -> bool:
+        """A client that already traces with the SDK's OpenTelemetryPlugin gets Stalwart's GenAI spans too,
+        without an endpoint variable or a tracer provider given to us."""
+        client = config.get("client")
+        if self.tracing or client is None:
+            return False
+        self.tracing = telemetry.adopt_tracing(client.config(active_config=True).get("interceptors", []))
+        return self.tracing
 
     def _one_tracing_interceptor(self, config: WorkerConfig) -> WorkerConfig:
         """Drop our OpenTelemetry interceptor when the client already has one (a user's OpenTelemetryPlugin):

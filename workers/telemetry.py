@@ -107,6 +107,23 @@ def has_tracing_interceptor(interceptors: Any) -> bool:
     return any(isinstance(i, OpenTelemetryInterceptor) for i in interceptors or ())
 
 
+def adopt_tracing(client_interceptors: Any) -> bool:
+    """Trace Stalwart's spans too when a client already traces through the SDK's OpenTelemetry interceptor and
+    the process's tracer provider is replay-safe (a user's own `OpenTelemetryPlugin` setup)."""
+    names = {cls.__name__ for i in client_interceptors or () for cls in type(i).__mro__}
+    if "OpenTelemetryInterceptor" not in names:
+        return False  # checked by name first: no OpenTelemetry import for clients that do not trace
+    from opentelemetry import trace
+    from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor, ReplaySafeTracerProvider
+
+    if not any(isinstance(i, OpenTelemetryInterceptor) for i in client_interceptors):
+        return False
+    if not isinstance(trace.get_tracer_provider(), ReplaySafeTracerProvider):
+        return False
+    activity_telemetry.enable_tracing()
+    return True
+
+
 def _install(provider: Any) -> None:
     from opentelemetry import trace
     from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider

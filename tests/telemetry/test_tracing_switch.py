@@ -90,3 +90,33 @@ async def test_a_traced_client_puts_the_run_under_the_callers_span(dev_env, trac
     run = next(s for s in spans if s.name == "invoke_agent greeter")
     assert run.parent is not None and run.parent.span_id == caller.get_span_context().span_id
     assert [s.name for s in spans if s.parent and s.parent.span_id == run.context.span_id] == ["chat scripted"]
+
+
+async def test_a_client_with_the_sdks_opentelemetry_plugin_gets_stalwarts_spans(dev_env, traced):
+    """A Temporal user who already set up `OpenTelemetryPlugin` (and its replay-safe provider) needs nothing more."""
+    from temporalio.client import Client
+    from temporalio.contrib.opentelemetry import OpenTelemetryPlugin
+
+    from stalwart.activities.storage.converter import stalwart_converter
+    from stalwart.workers import telemetry
+
+    telemetry.disable_tracing()  # no endpoint, no provider given to Stalwart: only the user's setup
+    client = await Client.connect(dev_env.address, plugins=[OpenTelemetryPlugin()], data_converter=stalwart_converter())
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    agent = AgentSpec(
+        name="adopted",
+        tools=["echo"],
+        scripted=[{"tool_calls": [{"name": "echo", "arguments": {"text": "a"}}]}, {"text": "Hi."}],
+    )
+    run_id = f"adopted-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client, task_queue=task_queue):
+        await client.execute_workflow(
+            WORKFLOW_TYPE, RunInput(agent=agent, goal="Hi"), id=run_id, task_queue=task_queue, result_type=AgentResult
+        )
+    spans = spans_of_trace(traced.get_finished_spans(), root_name="invoke_agent adopted", run_id=run_id)
+    assert sorted(s.name for s in spans) == [
+        "chat scripted",
+        "chat scripted",
+        "execute_tool echo",
+        "invoke_agent adopted",
+    ]
