@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState, is_cancelled_exception
 
 from stalwart.contracts.activities import LONG_RATE_LIMIT
 
@@ -22,7 +23,27 @@ def message_unless_cancelled(err: BaseException) -> str:
     """Why an activity or child failed; a cancellation is raised on instead, since the run itself is being cancelled."""
     if is_cancelled_exception(err):
         raise asyncio.CancelledError() from err
-    return innermost_message(err)
+    return final_message(err)
+
+
+_RETRY_PROMISE = re.compile(
+    r"\s*[;,]\s*(?:the attempt is retried|retrying(?: after the [0-9.]+s it asked for| with backoff| later)?)\s*\."
+)
+_GAVE_UP = {
+    RetryState.MAXIMUM_ATTEMPTS_REACHED: "Gave up after the last attempt the retry policy allows.",
+    RetryState.TIMEOUT: "Gave up: the time allowed for the call and its retries ran out.",
+}
+
+
+def final_message(err: BaseException) -> str:
+    """The failure as it reads once retries are over: an attempt's "the attempt is retried" or "retrying after
+    ..." is no longer true, so it is dropped, and an activity that ran out of attempts or time says so."""
+    message = innermost_message(err)
+    if not isinstance(err, ActivityError):
+        return message
+    message = _RETRY_PROMISE.sub(".", message)
+    gave_up = _GAVE_UP.get(err.retry_state) if err.retry_state is not None else None
+    return f"{message} {gave_up}" if gave_up else message
 
 
 def long_rate_limit(err: ActivityError) -> tuple[float, str] | None:

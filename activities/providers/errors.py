@@ -29,6 +29,9 @@ _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error", "server
 _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|context window|prompt is too long|maximum context|too many tokens", re.I
 )
+_TOO_LARGE = re.compile(
+    r"request too large|payload too large|request entity too large|request exceeds the maximum size", re.I
+)
 _KEYLIKE = re.compile(r"\b(sk|key)-[A-Za-z0-9*_.\-]{4,}")
 
 
@@ -118,6 +121,14 @@ def _from_status(
 ) -> ModelError:
     text = shorten(_redact(message, secret), 300)
     place = where(target)
+    if status == 413 or kind == "request_too_large" or _TOO_LARGE.search(message):
+        # Too large for the provider at all (413), or for the account's tokens per minute even with none spent
+        # (OpenAI answers that with a 429): the same request fails the same way however long it waits.
+        return ModelRequestError(
+            f"{place} refused the request as too large ({status}: {text}). Waiting and retrying cannot help: "
+            "make the request smaller (a smaller `history_limit` in the agent file, shorter tool results, a lower "
+            "`max_output_tokens`), or use a model or account tier whose limits allow it."
+        )
     if status in _RETRYABLE_STATUS or (kind in _RETRYABLE_TYPES and status >= 500) or kind == "overloaded_error":
         retry_after = retry_after_seconds(headers)
         wait = f" after the {retry_after:g}s it asked for" if retry_after else " with backoff"

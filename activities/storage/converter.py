@@ -8,6 +8,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverter, Default
 
 from stalwart.activities.storage.config import StorageConfig, with_external_storage
 from stalwart.activities.storage.encryption import ChainedCodec, EncryptionCodec, Keyring, encryption_codec
+from stalwart.activities.storage.failures import FittedFailureConverter, FittedFailureConverterWithEncodedAttributes
 from stalwart.contracts.converter import stalwart_data_converter
 
 
@@ -28,7 +29,17 @@ def stalwart_converter(
     keyring = encryption if encryption is not None else Keyring.from_env()
     if keyring is not None:
         converter = with_encryption(converter, keyring)
-    return converter
+    return with_fitted_failures(converter)
+
+
+def with_fitted_failures(converter: DataConverter) -> DataConverter:
+    """`converter` writing failures that fit Temporal's size limit (see `storage/failures.py`), unless it has a
+    failure converter of its own. Returns `converter` itself when nothing changes."""
+    fitted = {
+        DefaultFailureConverter: FittedFailureConverter,
+        DefaultFailureConverterWithEncodedAttributes: FittedFailureConverterWithEncodedAttributes,
+    }.get(converter.failure_converter_class)
+    return converter if fitted is None else dataclasses.replace(converter, failure_converter_class=fitted)
 
 
 def with_encryption(converter: DataConverter, keyring: Keyring) -> DataConverter:
@@ -44,4 +55,6 @@ def with_encryption(converter: DataConverter, keyring: Keyring) -> DataConverter
     failures = converter.failure_converter_class
     if failures is DefaultFailureConverter:
         failures = DefaultFailureConverterWithEncodedAttributes
+    elif failures is FittedFailureConverter:
+        failures = FittedFailureConverterWithEncodedAttributes
     return dataclasses.replace(converter, payload_codec=codec, failure_converter_class=failures)

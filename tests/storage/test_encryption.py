@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
-from temporalio.converter import DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+from temporalio.converter import PayloadCodec
 
 from stalwart.activities.storage import LOCAL_BUCKET, ObjectStore, StorageConfig
 from stalwart.activities.storage.converter import stalwart_converter
@@ -22,6 +22,7 @@ from stalwart.activities.storage.encryption import (
     EncryptionKeyError,
     Keyring,
 )
+from stalwart.activities.storage.failures import FittedFailureConverterWithEncodedAttributes
 from stalwart.activities.storage.objects import LocalObjectClient
 from stalwart.activities.tools import tool
 from stalwart.client.api import StalwartClient
@@ -102,7 +103,8 @@ async def test_a_users_own_codec_runs_first_and_the_converter_is_not_wrapped_twi
     assert isinstance(converter.payload_codec, ChainedCodec)
     assert converter.payload_codec.codecs[0] is own
     assert isinstance(converter.payload_codec.codecs[1], EncryptionCodec)
-    assert converter.failure_converter_class is DefaultFailureConverterWithEncodedAttributes
+    # messages and stack traces go into the encrypted payload, fitted to Temporal's failure size limit first
+    assert converter.failure_converter_class is FittedFailureConverterWithEncodedAttributes
     assert stalwart_converter(converter, encryption=keyring("other")) is converter
 
     [payload] = await converter.encode(["readable to the user's codec"])
