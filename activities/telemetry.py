@@ -199,7 +199,8 @@ def _fail(span: Any, err: BaseException) -> None:
         return
     from opentelemetry.trace import Status, StatusCode
 
-    span.set_attribute("error.type", type(err).__name__)
+    kind = getattr(err, "type", None)  # an ApplicationError names the error it carries (ModelUnavailableError ...)
+    span.set_attribute("error.type", kind if isinstance(kind, str) and kind else type(err).__name__)
     span.set_status(Status(StatusCode.ERROR, str(err)[:500]))
 
 

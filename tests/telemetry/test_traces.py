@@ -219,3 +219,31 @@ async def test_an_a2a_delegation_to_a_stalwart_agent_is_one_trace_across_both(de
     [remote_run] = [s for s in spans if s.name == "invoke_agent explainer" and s is not client_span]
     assert client_span.kind.name == "CLIENT" and client_span.attributes["stalwart.a2a.state"] == "completed"
     assert remote_run.parent.span_id == client_span.context.span_id
+
+
+async def test_failed_attempts_and_a_failed_tool_are_error_spans(dev_env, traced, wire):
+    """A model call that failed once (HTTP 500) and was retried is two `chat` spans, the first with status ERROR;
+    a tool call that returned an error is an ERROR `execute_tool` span; the run still ends `done`."""
+    from wire_server.script import Fail
+
+    script = wire.script(
+        Fail(500, "server_error", "The server had an error"),
+        Reply(calls=(Call("calculator", {"expression": "1/0"}),)),
+        Reply(text="1/0 is undefined."),
+    )
+    agent = AgentSpec(name="shaky", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, tools=["calculator"])
+    task_queue = f"tq-{uuid.uuid4().hex[:8]}"
+    run_id = f"shaky-{uuid.uuid4().hex[:8]}"
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        result = await dev_env.client.execute_workflow(
+            WORKFLOW_TYPE, RunInput(agent=agent, goal="1/0?"), id=run_id, task_queue=task_queue, result_type=AgentResult
+        )
+    assert result.stop_reason == "done"
+    spans = spans_of_trace(traced.get_finished_spans(), root_name="invoke_agent shaky", run_id=run_id)
+    chats = sorted((s for s in spans if s.name == "chat gpt-4.1-mini"), key=lambda s: s.start_time)
+    assert [s.status.status_code.name for s in chats] == ["ERROR", "UNSET", "UNSET"]
+    assert chats[0].attributes["error.type"] == "ModelUnavailableError"
+    [tool] = [s for s in spans if s.name == "execute_tool calculator"]
+    assert tool.status.status_code.name == "ERROR" and tool.attributes["error.type"] == "tool_error"
+    run = next(s for s in spans if s.name == "invoke_agent shaky")
+    assert run.status.status_code.name == "UNSET" and run.attributes["stalwart.stop_reason"] == "done"
