@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from temporalio.envconfig import ClientConfigProfile
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
+from stalwart.contracts.tracing import tracing_wanted
 
 
 def default_address() -> str:
@@ -93,12 +95,13 @@ async def connect(
     else:
         settings = {"target_host": address or DEFAULT_ADDRESS, "namespace": namespace or DEFAULT_NAMESPACE}
     target = settings["target_host"]
-    from stalwart.workers import telemetry
+    if _telemetry_in_use(metrics_port):
+        from stalwart.workers import telemetry
 
-    if metrics_port is not None:
-        settings["runtime"] = telemetry.metrics_runtime(metrics_port)
-    if telemetry.enable_tracing():
-        settings["interceptors"] = [*settings.get("interceptors", ()), *telemetry.tracing_interceptors()]
+        if metrics_port is not None:
+            settings["runtime"] = telemetry.metrics_runtime(metrics_port)
+        if telemetry.enable_tracing():
+            settings["interceptors"] = [*settings.get("interceptors", ()), *telemetry.tracing_interceptors()]
     try:
         return await Client.connect(**settings, data_converter=stalwart_converter())
     except RuntimeError as err:
@@ -158,3 +161,9 @@ def record_dev_ui_url(address: str, ui_url: str | None) -> None:
 def dev_ui_url(address: str) -> str | None:
     """The Web UI of the dev server `stalwart dev` runs at `address`, if one was recorded."""
     return _read_dev_ui_urls().get(_server_key(address))
+
+
+def _telemetry_in_use(metrics_port: object) -> bool:
+    """Whether this client needs `workers.telemetry` (which loads the worker SDK): it serves metrics, the
+    environment asks for traces, or tracing is on in this process already (a tracer provider given to the plugin)."""
+    return metrics_port is not None or tracing_wanted() or "stalwart.workers.telemetry" in sys.modules

@@ -30,11 +30,11 @@ from temporalio.worker import Interceptor, WorkflowInboundInterceptor, WorkflowI
 
 from stalwart.activities import telemetry as activity_telemetry
 from stalwart.contracts.names import AGENT_AWAITING_APPROVAL
+from stalwart.contracts.tracing import tracing_wanted
 from stalwart.workflows.telemetry import SPAN_FUNCTION
 
 logger = logging.getLogger(__name__)
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 TRACER_NAME = "stalwart"
 SERVICE_NAME = "stalwart"
 METRICS_PORT_VARIABLE = "STALWART_METRICS_PORT"
@@ -50,16 +50,6 @@ HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
 
 
 # -- traces -------------------------------------------------------------------
-
-
-def tracing_wanted(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the environment asks for OTLP export (an endpoint is set and the SDK is not disabled)."""
-    env = os.environ if environ is None else environ
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
-        return False
-    return any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
 _interceptor: Any = None
