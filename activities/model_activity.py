@@ -7,6 +7,7 @@ provider SDK clients belong to the worker, so turns reuse their connections.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
@@ -27,6 +28,7 @@ from stalwart.contracts.messages import AssistantTurn, Message
 from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
 
+FINISHED_TURNS_KEPT = 256
 LONG_RETRY_AFTER_SECONDS = 60.0
 """A Retry-After up to this is waited out by Temporal's activity retry; a longer one goes back to the workflow,
 which waits on a durable timer (visible in the UI, no worker slot held) if the run's budget allows."""
@@ -38,6 +40,9 @@ class ModelActivities:
     def __init__(self, transcripts: TranscriptStore | None = None) -> None:
         self.clients = SdkClients()
         self._transcripts = transcripts
+        self._finished: OrderedDict[tuple[str | None, str], AssistantTurn] = OrderedDict()
+        """Turns this worker finished, by (run id, activity id): a completion lost to a server outage (the SDK
+        stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
 
     @property
     def transcripts(self) -> TranscriptStore:
@@ -61,8 +66,22 @@ class ModelActivities:
         traceback per attempt; Temporal waits `Retry-After` when the provider gave one.
         Each attempt is a `chat {model}` span when the worker traces, and is counted in its metrics.
         """
+        info = activity.info()
+        key = (info.workflow_run_id, info.activity_id)
+        if info.attempt > 1 and key in self._finished:  # see `_finished`: no second request, no tokens spent twice
+            activity.logger.info(
+                "model call of step %d finished on this worker before, but its result did not reach the server; "
+                "answering attempt %d with it instead of asking the model again",
+                request.step,
+                info.attempt,
+            )
+            return self._finished[key]
         with telemetry.model_call(request.step) as observed:
-            return observed.turn(await self._model_turn(request, observed))
+            turn = observed.turn(await self._model_turn(request, observed))
+        self._finished[key] = turn
+        while len(self._finished) > FINISHED_TURNS_KEPT:
+            self._finished.popitem(last=False)
+        return turn
 
     async def _model_turn(self, request: ModelRequest, observed: telemetry.ModelCall) -> AssistantTurn:
         info = activity.info()

@@ -12,6 +12,7 @@ then the built-in "mcp" kind), else the model is told no handler exists.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,9 @@ from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
 from stalwart.contracts.tools import ToolSpec
 
 HEARTBEAT_EVERY_SECONDS = 2.0
+FINISHED_RESULTS_KEPT = 256
+FINISHED_RESULT_MAX_CHARS = 256 * 1024
+"""Results kept to answer a repeated attempt (see `ToolActivities.run_tool`): the latest few, none huge."""
 MISSING_INPUT_HINT = (
     "This tool needs a value the user gives when starting the run; tell the user which input is missing."
 )
@@ -60,6 +64,9 @@ class ToolActivities:
     def __init__(self, registry: ToolRegistry, *, mcp: McpPool | None = None) -> None:
         self.registry = registry
         self.mcp = mcp or McpPool()
+        self._finished: OrderedDict[tuple[str | None, str], ToolResult] = OrderedDict()
+        """Results of calls this worker finished, by (run id, activity id): a completion lost to a server outage
+        (the SDK stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
@@ -91,9 +98,28 @@ class ToolActivities:
 
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRequest) -> ToolResult:
-        """Run one tool call; its latency and errors are counted in the worker's metrics."""
+        """Run one tool call; its latency and errors are counted in the worker's metrics.
+
+        An attempt of a call this worker already finished (its completion never reached the server)
+        returns that result instead of running the tool again.
+        """
+        info = activity.info()
+        key = (info.workflow_run_id, info.activity_id)
+        if info.attempt > 1 and key in self._finished:
+            activity.logger.info(
+                "tool call %s finished on this worker before, but its result did not reach the server; "
+                "answering attempt %d with that result instead of running the tool again",
+                request.call.name,
+                info.attempt,
+            )
+            return self._finished[key]
         with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
-            return observed.result(await self._run_tool(request))
+            result = observed.result(await self._run_tool(request))
+        if len(result.content) <= FINISHED_RESULT_MAX_CHARS:
+            self._finished[key] = result
+        while len(self._finished) > FINISHED_RESULTS_KEPT:
+            self._finished.popitem(last=False)
+        return result
 
     async def _run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool

@@ -64,7 +64,7 @@ async def rebuild(client: Client, handle: WorkflowHandle[Any, Any]) -> tuple[Run
     state = RunState(
         agent=run_input.agent.name,
         goal=run_input.goal,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         steps=rebuilt.steps,
         usage=rebuilt.usage,
         session=run_input.session,
@@ -98,9 +98,9 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
             rebuilt.decided.add(tool_request.call.id)  # it runs: no approval is awaited any more
         rebuilt.activities[event.event_id] = (kind, record)
     elif event.HasField("activity_task_completed_event_attributes"):
-        attributes = event.activity_task_completed_event_attributes
-        kind, record = rebuilt.activities.get(attributes.scheduled_event_id, ("", None))
-        payloads = list(attributes.result.payloads)
+        completed = event.activity_task_completed_event_attributes
+        kind, record = rebuilt.activities.get(completed.scheduled_event_id, ("", None))
+        payloads = list(completed.result.payloads)
         if kind == names.DESCRIBE_TOOLS_ACTIVITY:
             [described] = await converter.decode(payloads, [DescribeToolsResult])
             rebuilt.tools_needing_approval |= {t.name for t in described.tools if t.requires_approval}
@@ -129,16 +129,23 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
             else:
                 record.result = result.content
     else:
-        for field in ("activity_task_failed", "activity_task_timed_out", "activity_task_canceled"):
-            if event.HasField(f"{field}_event_attributes"):
-                attributes = getattr(event, f"{field}_event_attributes")
-                _, record = rebuilt.activities.get(attributes.scheduled_event_id, ("", None))
-                if record is not None:
-                    failure = getattr(attributes, "failure", None)
-                    message = _innermost(failure) if failure is not None else field.split("_")[-1]
-                    record.ended_at, record.error = at, message or field.replace("_", " ")
-                return
+        which = event.WhichOneof("attributes") or ""
+        if which in _ACTIVITY_ENDINGS:
+            ended = getattr(event, which)
+            _, record = rebuilt.activities.get(ended.scheduled_event_id, ("", None))
+            if record is not None:
+                failure = getattr(ended, "failure", None)
+                message = _innermost(failure) if failure is not None else "cancelled"
+                record.ended_at, record.error = at, message or _ACTIVITY_ENDINGS[which]
+            return
         await _apply_message(rebuilt, event, at, converter)
+
+
+_ACTIVITY_ENDINGS = {
+    "activity_task_failed_event_attributes": "failed",
+    "activity_task_timed_out_event_attributes": "timed out",
+    "activity_task_canceled_event_attributes": "cancelled",
+}
 
 
 async def _apply_message(rebuilt: _Rebuilt, event: HistoryEvent, at: datetime, converter: DataConverter) -> None:

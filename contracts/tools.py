@@ -23,8 +23,9 @@ class ToolSpec(BaseModel):
     side_effecting: bool = False
     requires_approval: bool = False
     timeout_seconds: float = Field(300.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    heartbeat_timeout_seconds: float = Field(10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    """How soon a silent (crashed) worker's call is retried elsewhere; raise it for tools that run for hours."""
+    heartbeat_timeout_seconds: float = Field(30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    """How soon a silent (crashed) worker's call is retried elsewhere. It must outlast a server outage too: a call
+    whose heartbeats could not reach the server for longer is run again when the server is back."""
     bindings: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> run input name; bound parameters are filled from the run's inputs."""
     server: McpServerSpec | None = None

@@ -1,4 +1,5 @@
-"""A run outlives the death of its worker: another worker finishes it, and no finished tool call runs again."""
+"""A run outlives the death of its worker: another worker finishes it; a finished tool call does not run again, the
+call in flight does (at least once), and its effect happens once because the tool keys it on its idempotency key."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def _recorder_agent() -> AgentSpec:
 
 
 @pytest.mark.slow
-async def test_run_killed_with_its_worker_is_finished_by_another_without_repeating_tool_calls(
+async def test_run_killed_with_its_worker_is_finished_by_another_and_its_finished_tool_calls_do_not_run_again(
     dev_env, task_queue, tmp_path
 ):
     records = tmp_path / "records.txt"

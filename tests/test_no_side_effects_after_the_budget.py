@@ -56,7 +56,7 @@ def _agent() -> AgentSpec:
 
 
 @pytest.mark.slow
-async def test_side_effects_after_the_budget_a_tool_retried_across_the_deadline_does_not_run_again(
+async def test_side_effects_after_the_budget_a_tool_retried_across_the_deadline_does_not_run_after_it(
     dev_env, task_queue
 ):
     """The workflow's worker is down across the deadline while the tool's worker keeps polling: the tool's retries

@@ -137,7 +137,9 @@ async def test_operators_without_a_worker_a_result_after_an_outage_says_when_the
         budgets=Budgets(max_seconds=3),
     )
     stalwart = StalwartClient(client, task_queue=task_queue)
-    async with Worker(client, task_queue=task_queue, activities=[models.model_turn, tools.describe_tools, tools.run_tool]):
+    async with Worker(
+        client, task_queue=task_queue, activities=[models.model_turn, tools.describe_tools, tools.run_tool]
+    ):
         async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow]):
             handle = await stalwart.start(agent, "work")
             await sleeping.wait()

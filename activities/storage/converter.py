@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from temporalio.converter import DataConverter, DefaultFailureConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    FailureConverter,
+)
 
 from stalwart.activities.storage.config import StorageConfig, with_external_storage
 from stalwart.activities.storage.encryption import ChainedCodec, EncryptionCodec, Keyring, encryption_codec
@@ -35,10 +40,11 @@ def stalwart_converter(
 def with_fitted_failures(converter: DataConverter) -> DataConverter:
     """`converter` writing failures that fit Temporal's size limit (see `storage/failures.py`), unless it has a
     failure converter of its own. Returns `converter` itself when nothing changes."""
-    fitted = {
+    replacements: dict[type[FailureConverter], type[FailureConverter]] = {
         DefaultFailureConverter: FittedFailureConverter,
         DefaultFailureConverterWithEncodedAttributes: FittedFailureConverterWithEncodedAttributes,
-    }.get(converter.failure_converter_class)
+    }
+    fitted = replacements.get(converter.failure_converter_class)
     return converter if fitted is None else dataclasses.replace(converter, failure_converter_class=fitted)
 
 

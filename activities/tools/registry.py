@@ -61,7 +61,7 @@ class Tool:
     side_effecting: bool = False
     requires_approval: bool = False
     timeout_seconds: float = 300.0
-    heartbeat_timeout_seconds: float = 10.0
+    heartbeat_timeout_seconds: float = 30.0
     kind: str = "function"
 
     def spec(self) -> ToolSpec:
@@ -101,7 +101,7 @@ def tool(
     side_effecting: bool = False,
     requires_approval: bool = False,
     timeout_seconds: float = 300.0,
-    heartbeat_timeout_seconds: float = 10.0,
+    heartbeat_timeout_seconds: float = 30.0,
     kind: str = "function",
 ) -> Any:
     """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`."""

@@ -1,0 +1,94 @@
+"""Finished tool calls and a server outage (issue 11, defect 11).
+
+Temporal promises at-least-once for activities: a tool call may run again after a fault, and a
+side-effecting tool must use its idempotency key (README, "What a tool call can rely on after a fault").
+What Stalwart adds: a call that finished while the server was down is not run again. Its worker reports the
+result for about 10 s and then gives up (the SDK's limit), so when the server is back the call times out on
+its heartbeats and comes back as a new attempt; the worker that finished it answers that attempt with the
+result it kept, without running the tool again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from stalwart.activities.tools.registry import ToolContext, tool
+from stalwart.client.api import StalwartClient
+from stalwart.client.connection import connect
+from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.workers.dev_server import DevServer, free_port
+from stalwart.workers.plugin import default_tool_registry
+from stalwart.workers.search_attributes import ensure_search_attributes
+from stalwart.workers.worker import build_worker
+
+OUTAGE_SECONDS = 20
+started = asyncio.Event()
+runs: list[str] = []  # the idempotency key of every execution of `slow_write`
+
+
+@tool(side_effecting=True)
+async def slow_write(value: str, context: ToolContext) -> str:
+    """Writes `value` somewhere, taking a few seconds.
+
+    Args:
+        value: What to write.
+    """
+    runs.append(context.idempotency_key)
+    started.set()
+    await asyncio.sleep(1)  # finishes while the server is down
+    return f"wrote {value}"
+
+
+def _kill(server: DevServer) -> None:
+    assert server.process is not None
+    os.killpg(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+
+
+@pytest.mark.slow
+async def test_server_outage_a_tool_call_finished_during_a_20_s_outage_is_not_run_again(tmp_path: Path):
+    runs.clear()
+    started.clear()
+    port, db = free_port(), tmp_path / "temporal.db"
+    server = DevServer(port=port, ui_port=None, db_file=db)
+    await server.start()
+    again: DevServer | None = None
+    try:
+        client = await connect(server.address, from_config=False)
+        await ensure_search_attributes(client)
+        registry = default_tool_registry()
+        registry.register(slow_write)
+        agent = AgentSpec(
+            name="outage",
+            tools=["slow_write"],
+            scripted=[
+                ScriptedReply(tool_calls=[ScriptedToolCall(name="slow_write", arguments={"value": "v1"})]),
+                ScriptedReply(text="wrote v1"),
+            ],
+        )
+        async with build_worker(client, task_queue="outage", registry=registry):
+            handle = await StalwartClient(client, task_queue="outage").start(agent, "write v1")
+            await started.wait()
+            _kill(server)  # the server dies while the tool runs; it finishes during the outage
+            await asyncio.sleep(OUTAGE_SECONDS)
+            again = DevServer(port=port, ui_port=None, db_file=db)
+            await again.start()
+            result = await handle.result()
+            history = await client.get_workflow_handle(handle.run_id).fetch_history()
+    finally:
+        if again is not None:
+            again.stop()
+        server.stop()
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    print(f"\ntool executions across a {OUTAGE_SECONDS} s server outage: {len(runs)}; activity attempts: {attempts}")
+    assert (result.stop_reason, result.answer) == ("done", "wrote v1")
+    assert len(runs) == 1
