@@ -11,12 +11,11 @@ from stalwart.contracts.agent import AgentSpec
 async def tool_lines(spec: AgentSpec) -> list[str]:
     """One line per tool the model will see (name, then where it comes from), and one per MCP server that could
     not be listed from here, saying why."""
-    from stalwart.activities.mcp import McpPool, catalog
-
     lines = [f"{name}  (a tool the worker registers)" for name in spec.tools]
     lines += [f"{sub.name}  (sub-agent, {sub.mode})" for sub in spec.sub_agents]
     if not spec.mcp_servers:
         return lines
+    from stalwart.activities.mcp import McpPool, catalog  # the MCP SDK: only for agents that use MCP servers
     pool = McpPool()
     try:
         listed = await asyncio.gather(*(pool.list_tools(server) for server in spec.mcp_servers), return_exceptions=True)
