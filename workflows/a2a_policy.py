@@ -12,7 +12,7 @@ An attempt that times out or dies resumes following the same remote task
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -28,6 +28,7 @@ from stalwart.contracts.a2a import (
     A2ADelegateResult,
     A2ADescribeRequest,
 )
+from stalwart.workflows import deadlines
 
 NON_RETRYABLE_ERRORS = [PROTOCOL_ERROR, REQUEST_ERROR, TASK_ERROR]
 
@@ -56,14 +57,22 @@ DELEGATE_RETRY = RetryPolicy(
 )
 
 
-async def delegate(request: A2ADelegateRequest, *, summary: str | None = None) -> A2ADelegateResult:
-    """Run `a2a_delegate` with the policy above; call from a workflow."""
+async def delegate(
+    request: A2ADelegateRequest, *, summary: str | None = None, deadline: datetime | None = None
+) -> A2ADelegateResult:
+    """Run `a2a_delegate` with the policy above; call from a workflow.
+
+    With `deadline` (the run's wall-clock budget), no attempt starts after it: the timeouts end there
+    (`deadlines.capped`), so a remote agent is not sent the task once the budget is over, even while the
+    workflow itself cannot run to cancel the activity.
+    """
+    start_to_close, schedule_to_close = deadlines.capped(deadline, DELEGATE_START_TO_CLOSE, DELEGATE_SCHEDULE_TO_CLOSE)
     return await workflow.execute_activity(
         A2A_DELEGATE,
         request,
         result_type=A2ADelegateResult,
-        start_to_close_timeout=DELEGATE_START_TO_CLOSE,
-        schedule_to_close_timeout=DELEGATE_SCHEDULE_TO_CLOSE,
+        start_to_close_timeout=start_to_close,
+        schedule_to_close_timeout=schedule_to_close,
         heartbeat_timeout=DELEGATE_HEARTBEAT,
         retry_policy=DELEGATE_RETRY,
         summary=summary,

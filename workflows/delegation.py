@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -31,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run import AgentResult, RunInput
     from stalwart.contracts.tools import ToolSpec
     from stalwart.workflows import a2a_policy as policy
-    from stalwart.workflows import conversation
+    from stalwart.workflows import conversation, deadlines
     from stalwart.workflows.failures import innermost_message, message_unless_cancelled
 
 TASK_PARAMETERS: dict[str, Any] = {
@@ -262,11 +263,15 @@ async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: D
         idempotency_key=context.key(call),
         auth_token_env=sub.auth_token_env,
     )
+    left = context.remaining_seconds
+    deadline = None if left is None else workflow.now() + timedelta(seconds=left)
     try:
-        # No timeout of the parent's remaining time: it would fall due with the parent's deadline and,
-        # firing first, read as a failure the model is asked about. The parent's deadline cancels this.
-        answer = await policy.delegate(request, summary=f"delegate to {sub.name} · {url}"[:200])
+        # The activity's timeouts end at the parent's deadline, so no attempt starts after it even while the
+        # parent cannot run; one that ran out there is the parent's budget ending, not a failure for the model.
+        answer = await policy.delegate(request, summary=f"delegate to {sub.name} · {url}"[:200], deadline=deadline)
     except ActivityError as err:
+        if deadlines.budget_over(err, deadline):
+            raise deadlines.DeadlineReached() from err
         return _failed(call, f"remote agent {sub.name} ({url}): {message_unless_cancelled(err)}")
     content = answer.text
     if answer.state == "input-required":
