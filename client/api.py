@@ -113,10 +113,12 @@ class RunHandle:
         """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
 
     async def _ask(self, name: str, result_type: Any) -> Any:
-        """A live query, or `_Unanswered` within seconds when no worker answers it (not after half a minute).
+        """A live query, or `_Unanswered` when no worker answers it, instead of an error after half a minute.
 
-        A worker that polls answers at once; when the first try times out, a task queue without pollers
-        means no worker runs, and one more try rules out a query lost as the run continued as new.
+        A worker that polls answers at once. When the first try times out, a task queue without pollers
+        means no worker runs: `_Unanswered` at once. With pollers listed (a live worker, perhaps still
+        replaying the run after another died, or a dead one the server still lists for a while) the query
+        is tried as long as before, then given up on.
         """
         try:
             return await self._query(name, result_type, attempts=1)
@@ -125,7 +127,7 @@ class RunHandle:
                 raise
         if await self._worker_polling():
             try:
-                return await self._query(name, result_type, attempts=1)
+                return await self._query(name, result_type, attempts=_QUERY_ATTEMPTS - 1)
             except RPCError as err:
                 if not _unanswered(err):
                     raise

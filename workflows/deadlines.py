@@ -27,8 +27,11 @@ class DeadlineReached(Exception):
 def capped(
     deadline: datetime | None, start_to_close: timedelta, schedule_to_close: timedelta | None = None
 ) -> tuple[timedelta, timedelta | None]:
-    """An activity's timeouts cut to the time left before `deadline`, so the server starts no attempt after it.
+    """An activity's timeouts cut to the time left before `deadline` (and `CAP_GRACE`), so the server starts no
+    attempt after it.
 
+    The grace lets the workflow's own deadline timer fire first and cancel the activity, as it does while a
+    worker runs; an attempt handed out within the grace refuses to start by itself (`BUDGET_OVER`).
     Raises `DeadlineReached` when no time is left: the activity is not scheduled at all.
     """
     if deadline is None:
@@ -36,7 +39,12 @@ def capped(
     left = deadline - workflow.now()
     if left <= timedelta(0):
         raise DeadlineReached()
+    left += CAP_GRACE
     return min(start_to_close, left), left if schedule_to_close is None else min(schedule_to_close, left)
+
+
+CAP_GRACE = timedelta(seconds=5)
+"""How long after the run's deadline the server may still hand out an attempt, which then refuses to start."""
 
 
 def budget_over(err: ActivityError, deadline: datetime | None) -> bool:
