@@ -7,6 +7,7 @@ and does not change when the protocol does.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,9 @@ class A2ADelegateRequest(BaseModel):
         None, description="Worker environment variable holding a bearer token for the agent."
     )
     poll: A2APollSettings = Field(default_factory=A2APollSettings)
+    deadline: datetime | None = Field(
+        None, description="When the delegating run's wall-clock budget ends; no attempt starts after it."
+    )
 
 
 class A2ADelegateResult(BaseModel):

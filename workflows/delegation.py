@@ -257,14 +257,15 @@ def _own_description(sub: SubAgent) -> str:
 
 
 async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: DelegationContext) -> Delegated:
+    left = context.remaining_seconds
+    deadline = None if left is None else workflow.now() + timedelta(seconds=left)
     request = A2ADelegateRequest(
         url=url,
         task=task,
         idempotency_key=context.key(call),
         auth_token_env=sub.auth_token_env,
+        deadline=deadline,
     )
-    left = context.remaining_seconds
-    deadline = None if left is None else workflow.now() + timedelta(seconds=left)
     try:
         # The activity's timeouts end at the parent's deadline, so no attempt starts after it even while the
         # parent cannot run; one that ran out there is the parent's budget ending, not a failure for the model.

@@ -21,6 +21,7 @@ from stalwart.activities import telemetry
 from stalwart.activities.a2a import card, transport, wire
 from stalwart.activities.a2a.errors import A2AError, A2AProtocolError, A2ATaskError
 from stalwart.activities.a2a.jsonrpc import TASK_NOT_FOUND, Endpoint
+from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.contracts.a2a import (
     A2A_DELEGATE,
@@ -59,6 +60,7 @@ async def a2a_describe(request: A2ADescribeRequest) -> A2AAgentCard:
 @activity.defn(name=A2A_DELEGATE)
 async def a2a_delegate(request: A2ADelegateRequest) -> A2ADelegateResult:
     """Send `request.task` to the agent at `request.url` and return its answer once its task has ended."""
+    refuse_after(request.deadline, f"the delegation to {request.url}")
     try:
         with telemetry.remote_agent(request.url) as remote:
             async with _http(request.poll.request_timeout_seconds) as http, _heartbeat() as beat:
