@@ -16,6 +16,7 @@ async def tool_lines(spec: AgentSpec) -> list[str]:
     if not spec.mcp_servers:
         return lines
     from stalwart.activities.mcp import McpPool, catalog  # the MCP SDK: only for agents that use MCP servers
+
     pool = McpPool()
     try:
         listed = await asyncio.gather(*(pool.list_tools(server) for server in spec.mcp_servers), return_exceptions=True)

@@ -62,4 +62,3 @@ def test_workflow_code_calls_no_clock_randomness_or_io():
                 if owner != "workflow":
                     found.append(f"{path.name}:{node.lineno} calls {owner}.{func.attr}()")
     assert not found, "non-deterministic calls in workflow code:\n" + "\n".join(found)
-
