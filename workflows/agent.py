@@ -667,9 +667,7 @@ class AgentWorkflow:
         if turn.transcript is not None:
             self._transcript = turn.transcript
         self._context_ref = turn.context_ref or self._context_ref
-        self._unsent = [
-            Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls, provider_raw=turn.provider_raw)
-        ]
+        self._unsent = [] if turn.recorded else [turn.as_message()]
         self._publish()
         return turn
 
