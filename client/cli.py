@@ -94,7 +94,8 @@ def _explain(err: Exception) -> int | None:
 
     if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
         return EXIT_OK
-    if isinstance(err, AgentFileError | InvalidRunInput):
+    replay = sys.modules.get("stalwart.client.replay")  # loaded only by the commands that read history files
+    if isinstance(err, AgentFileError | InvalidRunInput) or (replay and isinstance(err, replay.HistoryFileError)):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError):

@@ -59,6 +59,8 @@ def step_line(step: StepRecord, *, session: bool = False) -> str:
         return f"[{step.step}] {'message' if session else 'goal   '} {_clip(step.content)}"
     if step.role == "assistant":
         tokens = f", {step.usage.total_tokens} tokens" if step.usage.total_tokens else ""
+        if step.usage.estimated:
+            tokens = tokens.replace(" tokens", " tokens estimated")
         if step.usage.cached_tokens:
             tokens += f" ({step.usage.cached_tokens} cached)"
         if step.usage.cost_usd:
@@ -130,6 +132,12 @@ class LiveLine:
             self.open_step = None
 
 
+ESTIMATED_NOTE = (
+    "note: the provider reported no (or negative) token usage for some model calls; those counts are estimates "
+    "(about 4 characters a token), and the token and cost budgets were enforced on them."
+)
+
+
 def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     out = terminal_safe(out)
     print(f"\nanswer: {result.answer}", file=out)
@@ -143,10 +151,12 @@ def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     )
     if result.error:
         print(f"error: {result.error}", file=out)
-    if result.budget_fired_after_seconds is not None and result.elapsed_seconds > result.budget_fired_after_seconds + 1:
-        print(budget_fired_note(result), file=out)
     if result.metrics is not None:
         print_metrics(result.metrics, out)
+    if result.budget_fired_after_seconds is not None and result.elapsed_seconds > result.budget_fired_after_seconds + 1:
+        print(budget_fired_note(result), file=out)
+    if usage.estimated:
+        print(ESTIMATED_NOTE, file=out)
     if ui_url:
         print(f"Temporal UI: {ui_url}", file=out)
 
@@ -196,6 +206,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -
     print(f"usage: {state.usage.input_tokens} in / {state.usage.output_tokens} out tokens", file=out)
     if state.metrics is not None:
         print_metrics(state.metrics, out)
+    if state.usage.estimated:
+        print(ESTIMATED_NOTE, file=out)
     if state.status == "waiting":
         print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
     if state.offline:

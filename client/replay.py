@@ -109,13 +109,37 @@ def history_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+class HistoryFileError(ValueError):
+    """A file given to replay that is not a readable history; the message names the file and what to do."""
+
+
 def read_history(path: Path) -> WorkflowHistory:
     """A history file as `export_run` writes it, or as `temporal workflow show -o json` does (then its
     file name is taken for the workflow id)."""
-    record = json.loads(path.read_text())
-    if "workflowId" in record:
-        return WorkflowHistory.from_json(record["workflowId"], record["history"])
-    return WorkflowHistory.from_json(path.name.split(".")[0], record)
+    fix = "give a file written by `stalwart history export` or `temporal workflow show -o json`"
+    try:
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise HistoryFileError(f"{path}: cannot be read ({err.strerror or err}); {fix}") from None
+    except UnicodeDecodeError:
+        raise HistoryFileError(f"{path}: not UTF-8 text, so not a history file; {fix}") from None
+    except RecursionError:
+        raise HistoryFileError(f"{path}: nests too deeply to be a history file; {fix}") from None
+    except ValueError as err:
+        raise HistoryFileError(f"{path}: not JSON ({err}); {fix}") from None
+    try:
+        if isinstance(record, dict) and "workflowId" in record:
+            history = WorkflowHistory.from_json(record["workflowId"], record["history"])
+        else:
+            history = WorkflowHistory.from_json(path.name.split(".")[0], record)
+    except Exception as err:  # protobuf's ParseError, a KeyError or TypeError from a JSON of another shape
+        raise HistoryFileError(
+            f"{path}: JSON, but not a workflow history ({type(err).__name__}: {err}); {fix}"
+        ) from None
+    if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
+        # The replayer waits forever on a history that does not start a workflow.
+        raise HistoryFileError(f"{path}: not a workflow history: its first event does not start a workflow run; {fix}")
+    return history
 
 
 async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (AgentWorkflow,)) -> list[ReplayOutcome]:

@@ -142,10 +142,10 @@ class RunState(BaseModel):
     """Runs of the continue-as-new chain so far, this one included."""
     earlier: list[StepArchive] = Field(default_factory=list)
     """Steps of earlier runs of the chain, in storage; they come before `steps`."""
-    offline: str | None = None
-    """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
     metrics: RunMetrics | None = None
     """Cycles, tokens, latency per tool and totals (seed 002), so far; `RunHandle.state()` fills them in."""
+    offline: str | None = None
+    """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
 
 
 class ToolMetrics(BaseModel):
@@ -188,11 +188,11 @@ class AgentResult(BaseModel):
     error: str | None = None
     earlier: list[StepArchive] = Field(default_factory=list)
     """Steps of earlier runs of the chain, in storage; they come before `steps` (`RunHandle.result()` joins them)."""
+    metrics: RunMetrics | None = None
+    """Cycles, tokens, latency per tool and totals of the run (of the turn, for a session's turn)."""
     budget_fired_after_seconds: float | None = None
     """With stop reason `max_seconds`: when the wall-clock budget fired, in seconds after the start. The run
     stopped doing work then; `elapsed_seconds` is later when no worker was running at the deadline to record it."""
-    metrics: RunMetrics | None = None
-    """Cycles, tokens, latency per tool and totals of the run (of the turn, for a session's turn)."""
 
 
 EventType = Literal[

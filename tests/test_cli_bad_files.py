@@ -121,3 +121,23 @@ def test_the_cli_escapes_control_characters_in_everything_it_prints(tmp_path: Pa
     assert main(["check", str(path)]) == EXIT_OK
     err = capsys.readouterr().err
     assert ESC not in err and "agent\\x1b[2J.toml" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"\xff\xfe\x00", "not UTF-8"),
+        (b"[" * 100_000, "nests too deeply"),
+        (b"{not json", "not JSON"),
+        (b'{"a": 1}', "not a workflow history"),
+        (b'{"workflowId": "x", "history": {"events": [{"eventType": 12345}]}}', "not a workflow history"),
+    ],
+    ids=["not-utf8", "nested", "not-json", "other-json", "bad-events"],
+)
+def test_replay_of_a_file_that_is_not_a_history_is_one_clean_error(tmp_path, capsys, content, said):
+    """A neighbour of the agent-file crashes: `stalwart replay` read its files the same unguarded way."""
+    path = tmp_path / "run.000.json"
+    path.write_bytes(content)
+    assert main(["replay", str(path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and said in err and "Traceback" not in err, err
