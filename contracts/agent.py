@@ -26,7 +26,9 @@ MAX_TOKENS = 10**12
 """The largest token count an agent file may set: token totals are int64 search attributes (`AgentTokens`), and
 a trillion tokens times the most steps a run may take still fits."""
 MAX_STEPS = 100_000
-DEFAULT_MAX_MESSAGE_CHARS = 1_000_000
+DEFAULT_MAX_MESSAGE_CHARS = 10_000_000
+"""Ten million characters: what external storage holds with ease (a 5 MB goal is accepted, issue 9); what the
+model is sent of a long message is bounded separately, by `[context]`."""
 MAX_MESSAGE_CHARS = 50_000_000
 MAX_COST_USD = 1e9
 MAX_SCRIPTED_TOKENS = 10**9

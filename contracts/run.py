@@ -44,7 +44,7 @@ class RunInput(BaseModel):
     goal: str = Field(
         "",
         description=(
-            "At most the agent's `[session] max_message_chars` characters (default 1,000,000), like any message."
+            "At most the agent's `[session] max_message_chars` characters (default 10,000,000), like any message."
         ),
     )
     inputs: dict[str, Any] = Field(default_factory=dict)

@@ -40,13 +40,15 @@ async def time_skipping_server() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """One time-skipping server shared by the session.
+    """One time-skipping server per test module.
 
-    Modules whose tests need workflow time to pass override this with their
-    own server: the test server holds time still while any activity runs, so
-    an activity left running by another test would stop their timers.
+    Not one per session: the test server holds time still while any activity
+    runs, so an activity another module left running (a cancelled tool that
+    never heartbeats) would stop every later module's timers, and a run
+    waiting on one would wait forever. Modules whose tests each need time to
+    pass override this with `own_time_skipping_env`.
     """
     async with time_skipping_server() as env:
         yield env

@@ -25,7 +25,7 @@ def _agent() -> AgentSpec:
 
 
 def test_goal_size_the_default_limit_is_stated():
-    assert AgentSpec(name="a").session.max_message_chars == DEFAULT_MAX_MESSAGE_CHARS == 1_000_000
+    assert AgentSpec(name="a").session.max_message_chars == DEFAULT_MAX_MESSAGE_CHARS == 10_000_000
     assert "max_message_chars" in RunInput.model_fields["goal"].description
 
 
