@@ -18,10 +18,9 @@ import json
 
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import Message, ToolResult, TranscriptRef
+from stalwart.contracts.messages import Message, TranscriptRef
 
 CHARS_PER_TOKEN = 4
-CUT_MARKER = "\n\n[... {cut:,} of {total:,} characters cut here; the run's record keeps the whole result]"
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (its messages were replaced by this summary to fit the context):\n\n"
 )
@@ -36,16 +35,8 @@ def estimated_tokens(message: Message) -> int:
     """A provider-neutral estimate: characters of text, arguments and results over four."""
     size = len(message.content)
     size += sum(len(call.name) + len(str(call.arguments)) for call in message.tool_calls)
-    size += sum(len(result.content) for result in message.tool_results)
+    size += sum(len(result.for_model()) for result in message.tool_results)
     return size // CHARS_PER_TOKEN + 4
-
-
-def cut_result(result: ToolResult, limit: int) -> ToolResult:
-    if len(result.content) <= limit:
-        return result
-    kept = result.content[:limit]
-    marker = CUT_MARKER.format(cut=len(result.content) - limit, total=len(result.content))
-    return result.model_copy(update={"content": kept + marker})
 
 
 def prune(messages: list[Message], limit: int | None) -> list[Message]:
@@ -116,7 +107,7 @@ def summary_context(
 def _as_text(message: Message, limit: int) -> str:
     lines = [f"{message.role}: {message.content}"] if message.content else []
     lines += [f"{message.role} called {c.name}({json.dumps(c.arguments)})" for c in message.tool_calls]
-    lines += [f"result of {r.name}: {cut_result(r, limit).content}" for r in message.tool_results]
+    lines += [f"result of {r.name}: {r.cut_to(limit).for_model()}" for r in message.tool_results]
     return "\n".join(lines)
 
 
@@ -145,6 +136,7 @@ def model_window(messages: list[Message], agent: AgentSpec, ref: TranscriptRef |
 
 
 def _cut(message: Message, limit: int) -> Message:
-    if not any(len(r.content) > limit for r in message.tool_results):
+    cut = [r.cut_to(limit) for r in message.tool_results]
+    if all(c is r for c, r in zip(cut, message.tool_results, strict=True)):
         return message
-    return message.model_copy(update={"tool_results": [cut_result(r, limit) for r in message.tool_results]})
+    return message.model_copy(update={"tool_results": cut})

@@ -37,7 +37,6 @@ from stalwart.activities.tools.registry import (
     ToolArgumentsError,
     ToolContext,
     ToolRegistry,
-    render_result,
 )
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
@@ -115,7 +114,7 @@ class ToolActivities:
             return self._finished[key]
         with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
             result = observed.result(await self._run_tool(request))
-        if len(result.content) <= FINISHED_RESULT_MAX_CHARS:
+        if len(result.text) <= FINISHED_RESULT_MAX_CHARS:
             self._finished[key] = result
         while len(self._finished) > FINISHED_RESULTS_KEPT:
             self._finished.popitem(last=False)
@@ -148,9 +147,9 @@ class ToolActivities:
         try:
             async with heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat):
                 if named is not None:
-                    content = await named(arguments, context)
+                    value = await named.invoke(arguments, context)
                 else:
-                    content = render_result(await by_kind(spec, arguments, context))  # type: ignore[misc]
+                    value = await by_kind(spec, arguments, context)  # type: ignore[misc]
         except McpHandshakeTimeout as err:
             if activity.info().attempt >= err.MAX_ATTEMPTS:
                 return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)
@@ -164,7 +163,7 @@ class ToolActivities:
         except Exception as err:
             activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
             return ToolResult.failure(call, f"{type(err).__name__}: {err}", getattr(err, "hint", TOOL_ERROR_HINT))
-        return ToolResult(call_id=call.id, name=call.name, content=content)
+        return ToolResult.returned(call, value)
 
     async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
         if not agent.mcp_servers:

@@ -53,7 +53,7 @@ def estimate_input(context: ModelContext) -> int:
     for message in context.messages:
         chars += len(message.content)
         chars += sum(len(call.name) + len(json.dumps(call.arguments)) for call in message.tool_calls)
-        chars += sum(len(result.content) for result in message.tool_results)
+        chars += sum(len(result.for_model()) for result in message.tool_results)
     return _tokens(chars)
 
 

@@ -125,9 +125,9 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
             [result] = await converter.decode(payloads, [ToolResult])
             record.ended_at = at
             if result.is_error:
-                record.error = result.content
+                record.error = result.text
             else:
-                record.result = result.content
+                record.result = result.text
     else:
         which = event.WhichOneof("attributes") or ""
         if which in _ACTIVITY_ENDINGS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -64,18 +64,95 @@ class ToolCall(BaseModel):
 TOOL_ERROR_HINT = "Check argument names and types and try again."
 
 
+CUT_MARKER = "\n\n[... {cut:,} of {total:,} characters cut here; the run's record keeps the whole result]"
+
+
 class ToolResult(BaseModel):
-    """What a tool call produced, as the model will read it."""
+    """One tool call's outcome, typed from the tool function to the model message.
+
+    Exactly one of three things: `content` (the tool answered text), `data` (it answered a value: a dict,
+    a list, a pydantic model's dump, an MCP tool's structured content) or `error` with a `hint` for the
+    model. Each wire format turns it into text through `for_model()` alone, so a provider adapter never
+    decides what a result says.
+    """
 
     call_id: str
     name: str
-    content: str
-    is_error: bool = False
+    content: str = ""
+    data: Any | None = None
+    """A result that was not text, kept as JSON-compatible data (for programs reading the record); the model
+    reads it as JSON."""
+    error: str | None = None
+    hint: str | None = None
+    """What the model could do about `error`; a failure with a hint reaches it as `{"error": ..., "hint": ...}`
+    (the production-loop tutorial's shape), one without as the error's text."""
+    cut_chars: int = 0
+    """The size marker: how many characters at the end of the result the model is not sent
+    (`[context] max_tool_result_chars`); the record keeps them all."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text_encoded_failure(cls, value: Any) -> Any:
+        """Histories recorded before this shape carry a failure as `is_error` and its JSON inside `content`."""
+        if not isinstance(value, dict) or "is_error" not in value:
+            return value
+        value = dict(value)
+        if value.pop("is_error") and value.get("error") is None:
+            text = value.pop("content", "")
+            try:
+                told = json.loads(text)
+            except ValueError:
+                told = None
+            if isinstance(told, dict) and set(told) == {"error", "hint"}:
+                value.update(error=str(told["error"]), hint=str(told["hint"]))
+            else:
+                value["error"] = text
+        return value
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    @property
+    def text(self) -> str:
+        """The whole outcome as text, before any cut: what the step log shows."""
+        if self.error is not None:
+            if self.hint is None:
+                return self.error
+            return json.dumps({"error": self.error, "hint": self.hint})
+        if self.data is not None:
+            return json.dumps(self.data, default=str)
+        return self.content
+
+    def for_model(self) -> str:
+        """What the model reads: `text`, with the size marker when part of it was cut."""
+        text = self.text
+        if not self.cut_chars:
+            return text
+        return text + CUT_MARKER.format(cut=self.cut_chars, total=len(text) + self.cut_chars)
+
+    def cut_to(self, limit: int) -> ToolResult:
+        """This result as the model is sent it when at most `limit` characters fit (a failure stays a failure)."""
+        text = self.text
+        if len(text) <= limit:
+            return self
+        kept = {"error": text[:limit], "hint": None} if self.is_error else {"content": text[:limit], "data": None}
+        return self.model_copy(update={**kept, "cut_chars": self.cut_chars + len(text) - limit})
 
     @classmethod
-    def failure(cls, call: ToolCall, error: str, hint: str = TOOL_ERROR_HINT) -> ToolResult:
-        """A failed call, told to the model as `{"error": ..., "hint": ...}` (the tutorial seed's shape)."""
-        return cls(call_id=call.id, name=call.name, content=json.dumps({"error": error, "hint": hint}), is_error=True)
+    def failure(cls, call: ToolCall, error: str, hint: str | None = TOOL_ERROR_HINT) -> ToolResult:
+        return cls(call_id=call.id, name=call.name, error=error, hint=hint)
+
+    @classmethod
+    def returned(cls, call: ToolCall, value: Any) -> ToolResult:
+        """What a tool function returned: a string as text, any other value as data."""
+        if isinstance(value, str):
+            return cls(call_id=call.id, name=call.name, content=value)
+        if isinstance(value, BaseModel):
+            data = value.model_dump(mode="json")
+        else:
+            data = json.loads(json.dumps(value, default=str))
+        return cls(call_id=call.id, name=call.name, data=data)
 
 
 class Message(BaseModel):

@@ -734,9 +734,9 @@ class AgentWorkflow:
             result = await self._traced_tool(call)
             record.ended_at = workflow.now()
         if result.is_error:
-            record.error = result.content
+            record.error = result.text
         else:
-            record.result = result.content
+            record.result = result.text
         return result
 
     async def _traced_tool(self, call: ToolCall) -> ToolResult:
@@ -750,7 +750,7 @@ class AgentWorkflow:
         ) as span:
             result = await self._execute_tool(call)
             if result.is_error:
-                span.error("tool_error", result.content)
+                span.error("tool_error", result.text)
             return result
 
     async def _execute_tool(self, call: ToolCall) -> ToolResult:
@@ -775,7 +775,7 @@ class AgentWorkflow:
                 return ToolResult.failure(call, refusal, conversation.REJECTED_HINT)
         result = await self._dispatch(call, tool)
         if guarded and not result.is_error:
-            self._earlier_results[repeat_key] = (self._step, result.content)
+            self._earlier_results[repeat_key] = (self._step, result.text)
         return result
 
     async def _dispatch(self, call: ToolCall, tool: ToolSpec) -> ToolResult:

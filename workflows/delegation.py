@@ -302,7 +302,7 @@ async def _with_card(spec: ToolSpec) -> ToolSpec:
 
 
 def _failure(call: ToolCall, why: str) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=FAILED.format(why=why), is_error=True)
+    return ToolResult(call_id=call.id, name=call.name, error=FAILED.format(why=why), hint=None)
 
 
 def _failed(call: ToolCall, why: str) -> Delegated:

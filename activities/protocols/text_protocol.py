@@ -87,7 +87,7 @@ def results_text(results: list[ToolResult], agents: frozenset[str] = frozenset()
     several are told apart by name."""
 
     def line(r: ToolResult) -> str:
-        content = r.content
+        content = r.for_model()
         if r.name in agents:
             label = "Delegation failed" if r.is_error else "Agent response"
             content = content.removeprefix(f"{label}: ")

@@ -84,7 +84,7 @@ def anthropic_messages(context: ModelContext) -> list[dict[str, Any]]:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
         return "user", [
-            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}
+            {"type": "tool_result", "tool_use_id": r.call_id, "content": r.for_model(), "is_error": r.is_error}
             for r in message.tool_results
         ]
     if message.role == "assistant":

@@ -82,7 +82,7 @@ def chat_messages(context: ModelContext) -> list[dict[str, Any]]:
 
 def _chat_message(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.tool_results]
+        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.for_model()} for r in message.tool_results]
     if message.role == "assistant":
         raw = message.provider_raw
         if isinstance(raw, dict) and isinstance(raw.get(RAW_KEY), dict):

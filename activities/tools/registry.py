@@ -79,6 +79,11 @@ class Tool:
         )
 
     async def __call__(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        """The tool's answer as the text a model reads."""
+        return render_result(await self.invoke(arguments, context))
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """The tool's answer as the function returned it, after validating `arguments` against its signature."""
         try:
             validated = self.arguments.model_validate(arguments)
         except ValidationError as err:
@@ -90,7 +95,7 @@ class Tool:
             value = await self.function(**kwargs)
         else:
             value = await asyncio.to_thread(self.function, **kwargs)
-        return render_result(value)
+        return value
 
 
 def tool(

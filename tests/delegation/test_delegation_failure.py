@@ -49,5 +49,5 @@ async def test_a_terminated_sub_agent_is_fed_back_to_the_model_as_a_delegation_e
     ]
     assert events[2].content == FAILURE
     [fed_back] = seen.messages[-1].tool_results
-    assert (fed_back.content, fed_back.is_error) == (FAILURE, True)
+    assert (fed_back.text, fed_back.is_error) == (FAILURE, True)
     assert (result.stop_reason, result.answer) == ("done", "The researcher was stopped.")

@@ -119,8 +119,7 @@ def test_agent_results_are_fed_back_as_agent_responses_and_failures_as_delegatio
     failed = ToolResult(
         call_id="c2",
         name="researcher",
-        content="Delegation failed: sub-agent researcher stopped with max_steps",
-        is_error=True,
+        error="Delegation failed: sub-agent researcher stopped with max_steps",
     )
     assert results_text([answered], frozenset({"researcher"})) == "Agent response: Qubits."
     assert (

@@ -61,7 +61,7 @@ async def test_missing_run_input_is_reported_to_the_model(activities):
     result = await call(activities, spec, {"amount": 10})
     assert result.is_error
     assert (
-        json.loads(result.content)["error"]
+        result.error
         == "tool convert takes run input(s) home_currency, which this run was not given"
     )
 

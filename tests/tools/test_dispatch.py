@@ -33,17 +33,17 @@ async def test_tool_without_a_name_handler_runs_on_its_kind_handler():
     registry = ToolRegistry()
     registry.register_kind("openapi", _by_kind)
     result = await call(ToolActivities(registry), ToolSpec(name="forecast", kind="openapi"), {"city": "Oslo"})
-    assert json.loads(result.content) == {"handled_by": "kind", "tool": "forecast", "arguments": {"city": "Oslo"}}
+    assert result.data == {"handled_by": "kind", "tool": "forecast", "arguments": {"city": "Oslo"}}
 
 
 async def test_tool_without_any_handler_gets_the_seed_message():
     result = await call(ToolActivities(ToolRegistry()), ToolSpec(name="forecast", kind="openapi"), {"city": "Oslo"})
     assert result.is_error
-    assert json.loads(result.content)["error"] == "No handler registered for tool: forecast (kind: openapi)"
+    assert result.error == "No handler registered for tool: forecast (kind: openapi)"
 
 
 async def test_registered_mcp_kind_handler_replaces_the_built_in_mcp_client():
     registry = ToolRegistry()
     registry.register_kind("mcp", _by_kind)
     result = await call(ToolActivities(registry), ToolSpec(name="lookup", kind="mcp"), {"topic": "x"})
-    assert json.loads(result.content)["handled_by"] == "kind"
+    assert result.data["handled_by"] == "kind"

@@ -61,7 +61,7 @@ def site() -> Iterator[str]:
 async def _get(url: str) -> dict:
     activities = ToolActivities(ToolRegistry([builtin.http_get]))
     result = await call(activities, builtin.http_get.spec(), {"url": url})
-    return json.loads(result.content) | {"is_error": result.is_error}
+    return json.loads(result.text) | {"is_error": result.is_error}
 
 
 async def test_http_get_is_off_until_the_worker_allows_hosts(site, monkeypatch):

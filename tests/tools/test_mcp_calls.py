@@ -53,7 +53,7 @@ async def test_is_error_result_reaches_the_model_as_a_tool_error(tool_activities
     tools = await describe(tool_activities, AgentSpec(name="a", mcp_servers=[stdio_demo()]))
     result = await call(tool_activities, tools["fail"], {"reason": "no quota"})
     assert result.is_error
-    error = json.loads(result.content)["error"]
+    error = result.error
     assert error.startswith("McpToolError: ") and error.endswith("refused: no quota")
 
 
@@ -77,7 +77,7 @@ async def test_crashed_stdio_server_is_restarted_on_the_next_call(tool_activitie
     before = _server_pid(await call(tool_activities, tools["pid"]))
     crashed = await call(tool_activities, tools["crash"])
     assert crashed.is_error
-    assert "closed the connection while running 'crash'" in json.loads(crashed.content)["error"]
+    assert "closed the connection while running 'crash'" in crashed.error
     assert _server_pid(await call(tool_activities, tools["pid"])) != before
 
 
@@ -152,7 +152,7 @@ async def test_transport_error_after_the_request_was_sent_is_not_retried_for_a_s
         activities, ToolSpec(name="add", kind="mcp", server=server, side_effecting=True), {"a": 1, "b": 2}
     )
     assert result.is_error  # told to the model, not raised to Temporal for a retry that could add twice
-    assert json.loads(result.content)["error"] == (
+    assert result.error == (
         "McpServerExited: MCP server 'web': lost the connection while running 'add' (ReadTimeout: timed out)"
     )
     assert connection.calls == 1

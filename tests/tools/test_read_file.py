@@ -25,7 +25,7 @@ def shared(tmp_path: Path) -> Path:
 
 async def _read(path: str, tool=builtin.read_file) -> dict:
     result = await call(ToolActivities(ToolRegistry([tool])), tool.spec(), {"path": path})
-    return json.loads(result.content) | {"is_error": result.is_error}
+    return json.loads(result.text) | {"is_error": result.is_error}
 
 
 async def test_read_file_is_off_until_the_worker_names_a_directory(monkeypatch):
