@@ -10,8 +10,8 @@ import json
 
 from pydantic import BaseModel
 
-from stalwart.activities.providers import anthropic, openai_chat, openai_responses
 from stalwart.activities.protocols.text_protocol import results_text
+from stalwart.activities.providers import anthropic, openai_chat, openai_responses
 from stalwart.contracts.messages import CUT_MARKER, Message, ToolCall, ToolResult
 
 CALL = ToolCall(id="c1", name="lookup", arguments={"q": "x"})
@@ -39,7 +39,10 @@ def test_one_outcome_a_failure_carries_its_error_and_hint_as_fields():
     result = ToolResult.failure(CALL, "ValueError: no such page", "Ask for a page that exists.")
     assert result.is_error and result.content == ""
     assert (result.error, result.hint) == ("ValueError: no such page", "Ask for a page that exists.")
-    assert json.loads(result.for_model()) == {"error": "ValueError: no such page", "hint": "Ask for a page that exists."}
+    assert json.loads(result.for_model()) == {
+        "error": "ValueError: no such page",
+        "hint": "Ask for a page that exists.",
+    }
 
 
 def test_one_outcome_a_failure_without_a_hint_reads_as_its_error():
@@ -53,7 +56,9 @@ def test_one_outcome_a_result_recorded_in_the_older_text_encoded_shape_decodes_t
     old = ToolResult.model_validate({"call_id": "c1", "name": "n", "content": told, "is_error": True})
     assert (old.error, old.hint, old.content) == ("KeyError: 'x'", "Check argument names and types and try again.", "")
     assert old.for_model() == told
-    plain = ToolResult.model_validate({"call_id": "c1", "name": "n", "content": "Delegation failed: x", "is_error": True})
+    plain = ToolResult.model_validate(
+        {"call_id": "c1", "name": "n", "content": "Delegation failed: x", "is_error": True}
+    )
     assert plain.error == "Delegation failed: x" and plain.for_model() == "Delegation failed: x"
     fine = ToolResult.model_validate({"call_id": "c1", "name": "n", "content": "4", "is_error": False})
     assert fine.content == "4" and not fine.is_error

@@ -91,7 +91,8 @@ def response_input(context: ModelContext) -> list[dict[str, Any]]:
 def _items(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [
-            {"type": "function_call_output", "call_id": r.call_id, "output": r.for_model()} for r in message.tool_results
+            {"type": "function_call_output", "call_id": r.call_id, "output": r.for_model()}
+            for r in message.tool_results
         ]
     if message.role == "assistant":
         raw = message.provider_raw

@@ -86,7 +86,7 @@ async def test_the_prompt_of_a_recorded_step_rebuilt_from_history_and_storage_is
         rebuilt = await StalwartClient(time_skipping_env.client, task_queue=task_queue).get(handle.id).model_input(2)
     received = script.requests[1].body
     [tool_message] = [m for m in rebuilt.messages if m.role == "tool"]
-    assert flavor.results_of(received) == [(r.call_id, r.content) for r in tool_message.tool_results]
+    assert flavor.results_of(received) == [(r.call_id, r.for_model()) for r in tool_message.tool_results]
     texts = [text for role, text in flavor.texts_of(received) if role == "user"]
     assert texts == [m.content for m in rebuilt.messages if m.role == "user"] == ["What is 6*7?"]
     assert [m.role for m in rebuilt.messages] == ["user", "assistant", "tool"]

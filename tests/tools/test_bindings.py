@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from activity_calls import call, describe
 from mcp_test_servers import stdio_demo
@@ -60,10 +58,7 @@ async def test_missing_run_input_is_reported_to_the_model(activities):
     spec = (await describe(activities, BOUND))["convert"]
     result = await call(activities, spec, {"amount": 10})
     assert result.is_error
-    assert (
-        result.error
-        == "tool convert takes run input(s) home_currency, which this run was not given"
-    )
+    assert result.error == "tool convert takes run input(s) home_currency, which this run was not given"
 
 
 async def test_binding_a_parameter_the_tool_lacks_fails_describe(activities):
