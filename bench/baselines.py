@@ -9,7 +9,9 @@ whole conversation as its input, so the history grows quadratically.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity, workflow
@@ -29,6 +31,7 @@ async def noop() -> None:
 async def querying_noop() -> None:
     """Read from the workflow that scheduled it, as our model activity reads the conversation, and do nothing else."""
     info = activity.info()
+    assert info.workflow_id is not None  # scheduled by a workflow, never started standalone
     await activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id).query("step")
 
 
@@ -133,4 +136,4 @@ class CarriedConversationWorkflow:
 
 
 WORKFLOWS = [BareStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
-ACTIVITIES = [noop, querying_noop, slow_model, carried_model, blob_activity]
+ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, slow_model, carried_model, blob_activity]

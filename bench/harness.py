@@ -7,13 +7,16 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
 from bench import baselines, tools
+from stalwart.activities.storage.config import LOCAL_BUCKET, TRANSCRIPTS_AREA
 from stalwart.client.api import StalwartClient
+from stalwart.client.chain import chain_histories
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.run import AgentResult
 from stalwart.workers.dev_server import DevServer
@@ -25,12 +28,17 @@ BARE_QUEUE = "bench-bare"
 
 @dataclass
 class Run:
-    """One finished run: wall-clock seconds from start to result, and its history's size."""
+    """One finished run: wall-clock seconds from start to result, and its history's size.
+
+    For a run that continued as new, events and bytes are summed over every Temporal run of its chain.
+    """
 
     seconds: float
     events: int
     history_bytes: int
     activities: int
+    runs: int = 1
+    result: AgentResult | None = None
 
 
 @asynccontextmanager
@@ -48,11 +56,14 @@ async def bench_server() -> AsyncIterator[StalwartClient]:
             yield stalwart
 
 
-async def measure(stalwart: StalwartClient, workflow_id: str) -> tuple[int, int, int]:
-    """Events, protobuf bytes (what the server's history limits count) and scheduled activities of a run."""
-    history = await stalwart.temporal.get_workflow_handle(workflow_id).fetch_history()
-    activities = sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes"))
-    return len(history.events), History(events=history.events).ByteSize(), activities
+async def measure(stalwart: StalwartClient, workflow_id: str) -> tuple[int, int, int, int]:
+    """Events, protobuf bytes (what the server's history limits count), scheduled activities and Temporal runs
+    of a run's continue-as-new chain."""
+    histories = await chain_histories(stalwart.temporal, workflow_id)
+    events = [event for history in histories for event in history.events]
+    activities = sum(1 for e in events if e.HasField("activity_task_scheduled_event_attributes"))
+    size = sum(History(events=history.events).ByteSize() for history in histories)
+    return len(events), size, activities, len(histories)
 
 
 async def run_ours(stalwart: StalwartClient, agent: AgentSpec, goal: str) -> Run:
@@ -62,7 +73,7 @@ async def run_ours(stalwart: StalwartClient, agent: AgentSpec, goal: str) -> Run
     seconds = time.perf_counter() - started
     if result.stop_reason != "done":
         raise RuntimeError(f"the benchmark run stopped with {result.stop_reason}: {result.error}")
-    return Run(seconds, *await measure(stalwart, handle.run_id))
+    return Run(seconds, *await measure(stalwart, handle.run_id), result=result)
 
 
 async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
@@ -71,3 +82,13 @@ async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
     await stalwart.temporal.execute_workflow(workflow, args=args, id=workflow_id, task_queue=BARE_QUEUE)
     seconds = time.perf_counter() - started
     return Run(seconds, *await measure(stalwart, workflow_id))
+
+
+def storage_bytes(root: Path) -> dict[str, int]:
+    """Bytes of every file under `root`, split into stored conversations and stored payloads."""
+    sizes = {"transcripts": 0, "payloads": 0}
+    transcripts = root / LOCAL_BUCKET / TRANSCRIPTS_AREA
+    for path in root.rglob("*"):
+        if path.is_file():
+            sizes["transcripts" if path.is_relative_to(transcripts) else "payloads"] += path.stat().st_size
+    return sizes

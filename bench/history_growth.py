@@ -1,12 +1,19 @@
 """How a run's history grows with its number of tool calls: ours linearly, a carried conversation quadratically.
 
 Every turn calls a tool whose result is 2 KB. Our model activity reads the
-conversation by query, so each message enters the history once; the
+conversation from storage and gets only a reference to it in its input, so each
+message enters the history once; the
 baseline passes the whole conversation as the input of every model activity,
 as the published agent-SDK integrations for Temporal do; the "formula" column
 is the fit measured for those integrations with 2 KB results (bytes ~ 3.0k
 + 6.2k*K + 1.14k*K^2 for K tool calls). Temporal suggests
 continue-as-new from 4 MiB of history and terminates a run at 50 MiB.
+
+It also prints, for ours, the history (summed over every run of the
+continue-as-new chain) and the bytes added under `STALWART_STORAGE` (a fresh
+temporary folder) over the run's content: the goal, every tool call's
+arguments and result, and every model text, as the step log records them.
+Issues 9 and 14 ask that each stay within 3x the content at 1,000 steps.
 
     .venv/bin/python -m bench.history_growth [--turns 5 20 40] [--result-bytes 2048]
 """
@@ -15,26 +22,62 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
-from bench.harness import Run, bench_server, run_bare, run_ours
-from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.messages import Message
+from bench.harness import Run, bench_server, run_bare, run_ours, storage_bytes
+from stalwart.activities import providers
+from stalwart.activities.storage.config import STORAGE_VAR
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import AgentSpec, Budgets
+from stalwart.contracts.messages import AssistantTurn, Message, ToolCall
+from stalwart.contracts.run import AgentResult
 
 GOAL = "Fetch the pages one by one, then summarise."
 SUGGEST_CONTINUE_AS_NEW = {"history_bytes": 4 * 1024 * 1024, "events": 4096}
 HISTORY_LIMIT = {"history_bytes": 50 * 1024 * 1024, "events": 51_200}
 
 
-def blob_agent(turns: int, result_bytes: int) -> AgentSpec:
-    reply = ScriptedReply(tool_calls=[ScriptedToolCall(name="blob", arguments={"size": result_bytes})])
+class BlobCalls:
+    """Calls `blob` at each of the first `turns` model calls, then answers.
+
+    It stands in for the `scripted` model, in this process, so that the agent spec, which travels in the input
+    of every model call, stays the same size however many turns a run has: a list of scripted replies would
+    grow it, and the figures would be the benchmark's own rather than the loop's.
+    """
+
+    def __init__(self, turns: int, result_bytes: int) -> None:
+        self._turns = turns
+        self._result_bytes = result_bytes
+
+    async def complete(self, context: ModelContext) -> AssistantTurn:
+        if context.step > self._turns:
+            return AssistantTurn(text=f"done after {self._turns} tool calls", model="scripted")
+        call = ToolCall(id=f"call_{context.step}", name="blob", arguments={"size": self._result_bytes})
+        return AssistantTurn(tool_calls=[call], model="scripted")
+
+
+def blob_agent(turns: int) -> AgentSpec:
     return AgentSpec(
         name="bench-growth",
         tools=["blob"],
         thrash_guard=False,  # every turn must really run the tool and record its 2 KB result
         budgets=Budgets(max_steps=turns + 1),
-        scripted=[reply] * turns + [ScriptedReply(text=f"done after {turns} tool calls")],
     )
+
+
+def content_bytes(result: AgentResult) -> int:
+    """The run's content: what its step log holds in text (goal, model texts, tool arguments and results)."""
+    total = 0
+    for step in result.steps:
+        total += len(step.content.encode()) + len((step.result or "").encode()) + len((step.error or "").encode())
+        if step.arguments is not None:
+            total += len(json.dumps(step.arguments).encode())
+    return total
 
 
 def per_turn(runs: dict[int, Run]) -> list[str]:
@@ -62,26 +105,49 @@ def turns_until(runs: dict[int, Run], limits: dict[str, int]) -> str:
 
 
 async def main(turn_counts: list[int], result_bytes: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="stalwart-bench-storage-"))
+    os.environ[STORAGE_VAR] = str(root)  # before anything connects: the converter and transcript store read it
     ours: dict[int, Run] = {}
+    stored: dict[int, int] = {}
     carried: dict[int, Run] = {}
-    async with bench_server() as stalwart:
-        for turns in turn_counts:
-            ours[turns] = await run_ours(stalwart, blob_agent(turns, result_bytes), GOAL)
-            request = CarriedModelRequest(
-                turns=turns, result_bytes=result_bytes, messages=[Message(role="user", content=GOAL)]
-            )
-            carried[turns] = await run_bare(stalwart, CarriedConversationWorkflow.run, request)
+    try:
+        async with bench_server() as stalwart:
+            for turns in turn_counts:
+                before = sum(storage_bytes(root).values())
+                providers.PROVIDERS["scripted"] = lambda agent, clients, turns=turns: BlobCalls(turns, result_bytes)
+                ours[turns] = await run_ours(stalwart, blob_agent(turns), GOAL)
+                stored[turns] = sum(storage_bytes(root).values()) - before
+                request = CarriedModelRequest(
+                    turns=turns, result_bytes=result_bytes, messages=[Message(role="user", content=GOAL)]
+                )
+                carried[turns] = await run_bare(stalwart, CarriedConversationWorkflow.run, request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     print(f"history size by tool calls, {result_bytes} B per tool result")
     print(
-        f"{'turns':>5} {'ours KB':>9} {'events':>6} {'carried KB':>11} "
+        f"{'turns':>5} {'ours KB':>9} {'events':>6} {'runs':>4} {'carried KB':>11} "
         f"{'events':>6} {'carried/ours':>12} {'formula KB':>10}"
     )
     for turns in turn_counts:
         formula = (3.0e3 + 6.2e3 * turns + 1.14e3 * turns**2) / 1024
         print(
-            f"{turns:>5} {ours[turns].history_bytes / 1024:>9.1f} {ours[turns].events:>6} "
+            f"{turns:>5} {ours[turns].history_bytes / 1024:>9.1f} {ours[turns].events:>6} {ours[turns].runs:>4} "
             f"{carried[turns].history_bytes / 1024:>11.1f} {carried[turns].events:>6} "
             f"{carried[turns].history_bytes / ours[turns].history_bytes:>12.2f} {formula:>10.1f}"
+        )
+    print("ours, over the run's content (target <= 3x at 1,000 steps):")
+    print(
+        f"{'turns':>5} {'content KB':>10} {'history KB':>10} {'history/content':>15} "
+        f"{'storage KB':>10} {'storage/content':>15}"
+    )
+    for turns in turn_counts:
+        result = ours[turns].result
+        assert result is not None
+        content = content_bytes(result)
+        print(
+            f"{turns:>5} {content / 1024:>10.1f} {ours[turns].history_bytes / 1024:>10.1f} "
+            f"{ours[turns].history_bytes / content:>15.2f} "
+            f"{stored[turns] / 1024:>10.1f} {stored[turns] / content:>15.2f}"
         )
     print("ours, per added turn:    " + "; ".join(per_turn(ours)))
     print("carried, per added turn: " + "; ".join(per_turn(carried)))

@@ -55,9 +55,9 @@ from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from bench.harness import bench_server
+from bench.harness import bench_server, storage_bytes
 from stalwart.activities import providers
-from stalwart.activities.storage.config import LOCAL_BUCKET, STORAGE_VAR, TRANSCRIPTS_AREA
+from stalwart.activities.storage.config import STORAGE_VAR
 from stalwart.client.api import SessionHandle, StalwartClient
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec, ContextSettings, SessionSettings
@@ -112,16 +112,6 @@ def session_agent(continue_as_new_events: int | None, max_input_tokens: int) -> 
         session=SessionSettings(continue_as_new_events=continue_as_new_events),
         context=ContextSettings(max_input_tokens=max_input_tokens),
     )
-
-
-def storage_bytes(root: Path) -> dict[str, int]:
-    """Bytes of every file under `root`, split into stored conversations and stored payloads."""
-    sizes = {"transcripts": 0, "payloads": 0}
-    transcripts = root / LOCAL_BUCKET / TRANSCRIPTS_AREA
-    for path in root.rglob("*"):
-        if path.is_file():
-            sizes["transcripts" if path.is_relative_to(transcripts) else "payloads"] += path.stat().st_size
-    return sizes
 
 
 def rss_bytes() -> int:

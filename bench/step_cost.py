@@ -45,13 +45,13 @@ async def main(turns: int, repeat: int) -> None:
     results: dict[str, list[Run]] = {"ours": [], "bare": [], "bare+query": []}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
-            runs = {
+            round_of_runs = {
                 "ours": await run_ours(stalwart, agent, "echo until done"),
                 "bare": await run_bare(stalwart, BareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
             }
             if measured:
-                for name, run in runs.items():
+                for name, run in round_of_runs.items():
                     results[name].append(run)
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
