@@ -344,8 +344,18 @@ def _parser() -> argparse.ArgumentParser:
         decide.set_defaults(approved=approved)
         _connection_options(decide)
 
-    check = command("check", _check, "Validate an agent file and print the spec it describes.")
-    check.add_argument("agent", type=Path)
+    check = command(
+        "check",
+        _check,
+        "Validate an agent file and print the spec it describes.",
+        epilog=(
+            "Prints the spec as JSON on stdout, then on stderr the tools the model would see: registered tools,\n"
+            "built-ins, sub-agents and, for MCP servers, the tools each server lists (so it starts them, which\n"
+            "takes as long as they take to answer). A broken file is one line on stderr saying what to fix."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
 
     history = commands.add_parser(
         "history",
