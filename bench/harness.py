@@ -37,8 +37,9 @@ class Run:
     events: int
     history_bytes: int
     activities: int
-    runs: int = 1
+    runs: int
     result: AgentResult | None = None
+    """Ours only: the run's result (a bare workflow's is not an `AgentResult`)."""
 
 
 @asynccontextmanager
