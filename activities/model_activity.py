@@ -95,7 +95,10 @@ class ModelActivities:
                 static = await self.transcripts.load_context(request.transcript.chain_id, context_ref)
             else:
                 raise TranscriptError("the model request names no agent: give `context` or `context_ref`")
-            messages = [*await self.transcripts.read(request.transcript), *request.new_messages]
+            new = await self.transcripts.filled(
+                request.transcript.chain_id, request.new_messages
+            )  # large tool results come by reference
+            messages = [*await self.transcripts.read(request.transcript), *new]
         except TranscriptError as err:
             raise ApplicationError(str(err), type="TranscriptError", non_retryable=True) from err
         agent = providers.effective(static.agent)
@@ -134,7 +137,9 @@ class ModelActivities:
             transcript, _ = await self.transcripts.append(
                 request.transcript, [*request.new_messages, turn.as_message()]
             )
-            return turn.model_copy(update={"transcript": transcript})
+            # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
+            known = context_ref if context_ref != request.context_ref else None
+            return turn.model_copy(update={"transcript": transcript, "context_ref": known})
         except ModelError as err:
             if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
                 vendor = agent.model.split(":", 1)[0]

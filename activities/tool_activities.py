@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from temporalio import activity
@@ -32,12 +32,14 @@ from stalwart.activities.mcp import (
     catalog,
     render,
 )
+from stalwart.activities.secrets import redact_value
 from stalwart.activities.tools.registry import (
     RetryableToolError,
     ToolArgumentsError,
     ToolContext,
     ToolRegistry,
 )
+from stalwart.activities.transcripts import TranscriptStore
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import TOOL_ERROR_HINT, ToolResult
@@ -60,9 +62,17 @@ class BindingError(ValueError):
 class ToolActivities:
     """Tool activities bound to one worker's registry and its MCP connections."""
 
-    def __init__(self, registry: ToolRegistry, *, mcp: McpPool | None = None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        mcp: McpPool | None = None,
+        transcripts: Callable[[], TranscriptStore] | None = None,
+    ) -> None:
         self.registry = registry
         self.mcp = mcp or McpPool()
+        self._transcripts = transcripts
+        """The worker's transcript store (opened on first use), which keeps large results; None keeps them inline."""
         self._finished: OrderedDict[tuple[str | None, str], ToolResult] = OrderedDict()
         """Results of calls this worker finished, by (run id, activity id): a completion lost to a server outage
         (the SDK stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
@@ -114,11 +124,30 @@ class ToolActivities:
             return self._finished[key]
         with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
             result = observed.result(await self._run_tool(request))
+        if request.chain_id is not None and self._transcripts is not None:
+            result = await self._kept(request.chain_id, result)
         if len(result.text) <= FINISHED_RESULT_MAX_CHARS:
             self._finished[key] = result
         while len(self._finished) > FINISHED_RESULTS_KEPT:
             self._finished.popitem(last=False)
         return result
+
+    async def _kept(self, chain_id: str, result: ToolResult) -> ToolResult:
+        """A large result stored for the model call to read (`TranscriptStore.keep_result`), secrets redacted first.
+
+        The tool has run: if storage fails, the result goes on inline rather than the call being run again.
+        """
+        assert self._transcripts is not None
+        try:
+            return await self._transcripts().keep_result(chain_id, redact_value(result))
+        except Exception as err:
+            activity.logger.warning(
+                "could not store the result of tool call %s, so it travels inline: %s: %s",
+                result.name,
+                type(err).__name__,
+                err,
+            )
+            return result
 
     async def _run_tool(self, request: ToolRequest) -> ToolResult:
         call, spec = request.call, request.tool

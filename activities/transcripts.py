@@ -5,6 +5,10 @@ rest from here, so history never carries the whole conversation (it would grow w
 square of the run's length) and the activity needs nothing but its input. Segments are
 chained by SHA-256, so a `TranscriptRef` in history pins exactly what a step read.
 
+A large tool result is stored on its own by the tool activity that produced it (`keep_result`),
+named by its hash; the model call's input and the stored conversation refer to it, and reading
+fills it in. So each result is kept once, in history and in storage.
+
 A worker keeps the conversations it served last in memory: the next step of a run usually
 lands on the same worker, which then reads only the new segment.
 """
@@ -12,18 +16,22 @@ lands on the same worker, which then reads only the new segment.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import TypeAdapter
 
 from stalwart.contracts.activities import AgentContext
-from stalwart.contracts.messages import Message, TranscriptRef
+from stalwart.contracts.messages import Message, StoredContent, ToolResult, TranscriptRef
 from stalwart.contracts.run import StepArchive, StepRecord
 
 _MESSAGES = TypeAdapter(list[Message])
 _STEPS = TypeAdapter(list[StepRecord])
+STORE_RESULTS_ABOVE_CHARS = 1024
+"""A tool result longer than this is stored on its own and referred to; a shorter one costs less inline."""
 
 
 class BlobStore(Protocol):
@@ -57,6 +65,7 @@ class TranscriptStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cached_chains = cached_chains
         self._contexts: OrderedDict[str, AgentContext] = OrderedDict()  # by hash: an agent is read once
+        self._results: OrderedDict[str, bytes] = OrderedDict()  # stored results this worker wrote or read last
 
     async def read(self, ref: TranscriptRef) -> list[Message]:
         """The messages `ref` names, checked against its hash."""
@@ -76,7 +85,7 @@ class TranscriptStore:
                     f"segment {index} of the conversation of run chain {ref.chain_id} is not in storage: every worker "
                     "and client of a run must share one STALWART_STORAGE (a shared folder or an S3 bucket)"
                 )
-            messages.extend(_MESSAGES.validate_json(data))
+            messages.extend(await self.filled(ref.chain_id, _MESSAGES.validate_json(data)))
             digest = chained(digest, data)
         if digest != ref.sha256 or len(messages) != ref.messages:
             raise TranscriptError(
@@ -90,11 +99,13 @@ class TranscriptStore:
         """Store `new` after the conversation `ref` names; the new ref and the whole conversation.
 
         Writing segment N again (a retried attempt) writes the same bytes, so appending is idempotent.
+        Stored tool results are kept as the references `new` has (`ToolResult.by_reference`).
         """
         messages = await self.read(ref)
         if not new:
             return ref, messages
-        data = _MESSAGES.dump_json(new)
+        data = _MESSAGES.dump_json([_by_reference(message) for message in new])
+        new = await self.filled(ref.chain_id, new)
         await self._blobs.put(self._segment_key(ref.chain_id, ref.segments), data)
         after = ref.model_copy(  # the summary, if any, stays with the conversation
             update={
@@ -106,6 +117,52 @@ class TranscriptStore:
         messages = [*messages, *new]
         self._remember(after, messages)
         return after, messages
+
+    async def keep_result(self, chain_id: str, result: ToolResult) -> ToolResult:
+        """Store a large result's content once, by its hash; the result, whole, naming where it is kept."""
+        if result.stored is not None or result.is_error or len(result.text) <= STORE_RESULTS_ABOVE_CHARS:
+            return result
+        data = result.model_dump_json(include={"content", "data"}).encode()
+        digest = hashlib.sha256(data).hexdigest()
+        key = self._result_key(chain_id, digest)
+        await self._blobs.put(key, data)
+        self._remember_result(key, data)
+        return result.model_copy(update={"stored": StoredContent(sha256=digest, chars=len(result.text))})
+
+    async def filled(self, chain_id: str, messages: list[Message]) -> list[Message]:
+        """`messages` with the content of every stored tool result they refer to read back from storage."""
+        out = []
+        for message in messages:
+            if any(_unfilled(result) for result in message.tool_results):
+                results = [
+                    await self._fill(chain_id, result) if _unfilled(result) else result
+                    for result in message.tool_results
+                ]
+                message = message.model_copy(update={"tool_results": results})
+            out.append(message)
+        return out
+
+    async def _fill(self, chain_id: str, result: ToolResult) -> ToolResult:
+        assert result.stored is not None
+        key = self._result_key(chain_id, result.stored.sha256)
+        data = self._results.get(key)
+        if data is None:
+            data = await self._blobs.get(key)
+            if data is None or hashlib.sha256(data).hexdigest() != result.stored.sha256:
+                raise TranscriptError(
+                    f"the result of tool call {result.name} ({result.call_id}) kept as {key} is "
+                    f"{'not in storage' if data is None else 'not what was stored'}: every worker and client of a "
+                    "run must share one STALWART_STORAGE"
+                )
+            self._remember_result(key, data)
+        kept = json.loads(data)
+        return result.model_copy(update={"content": kept.get("content", ""), "data": kept.get("data")})
+
+    def _remember_result(self, key: str, data: bytes) -> None:
+        self._results[key] = data
+        self._results.move_to_end(key)
+        while len(self._results) > self._cached_chains:
+            self._results.popitem(last=False)
 
     async def save_context(self, chain_id: str, context: AgentContext) -> str:
         """Store the agent and its tools once per chain and content; later calls name them by hash."""
@@ -136,10 +193,10 @@ class TranscriptStore:
         while len(self._contexts) > self._cached_chains:
             self._contexts.popitem(last=False)
 
-    async def save_steps(self, chain_id: str, index: int, steps: list[StepRecord]) -> StepArchive:
+    async def save_steps(self, chain_id: str, index: int, steps: Sequence[StepRecord]) -> StepArchive:
         """Store the step log of one run of a chain (written again unchanged on a retry)."""
         key = f"{chain_id}/steps-{index:05d}.json"
-        await self._blobs.put(key, _STEPS.dump_json(steps))
+        await self._blobs.put(key, _STEPS.dump_json(list(steps), exclude_none=True))  # a None is its field's default
         return StepArchive(key=key, count=len(steps))
 
     async def load_steps(self, archives: list[StepArchive]) -> list[StepRecord]:
@@ -153,7 +210,13 @@ class TranscriptStore:
                     "must share one STALWART_STORAGE"
                 )
             steps.extend(_STEPS.validate_json(data))
-        return steps
+        return [await self._step_filled(archive.key.split("/", 1)[0], step) for step in steps]
+
+    async def _step_filled(self, chain_id: str, step: StepRecord) -> StepRecord:
+        if step.result_stored is None or step.result is not None:
+            return step
+        stub = ToolResult(call_id=step.tool_call_id or "", name=step.tool_name or "", stored=step.result_stored)
+        return step.model_copy(update={"result": (await self._fill(chain_id, stub)).text})
 
     def _remember(self, ref: TranscriptRef, messages: list[Message]) -> None:
         self._cache[ref.chain_id] = _Cached(ref, messages)
@@ -166,8 +229,22 @@ class TranscriptStore:
         return f"{chain_id}/{index:08d}.json"
 
     @staticmethod
+    def _result_key(chain_id: str, digest: str) -> str:
+        return f"{chain_id}/results/{digest}.json"
+
+    @staticmethod
     def _context_key(chain_id: str, digest: str) -> str:
         return f"{chain_id}/context-{digest}.json"
+
+
+def _unfilled(result: ToolResult) -> bool:
+    return result.stored is not None and not result.content and result.data is None
+
+
+def _by_reference(message: Message) -> Message:
+    if not any(result.stored is not None for result in message.tool_results):
+        return message
+    return message.model_copy(update={"tool_results": [result.by_reference() for result in message.tool_results]})
 
 
 class MemoryBlobs:

@@ -93,9 +93,10 @@ class BlobRequest(BaseModel):
     call: ToolCall
 
 
-def blob_text(size: int) -> str:
-    """`size` characters of filler, standing in for a typical tool result."""
-    filler = "The quick brown fox jumps over the lazy dog. "
+def blob_text(size: int, page: int = 0) -> str:
+    """`size` characters of filler, standing in for a typical tool result; each page's differs, as real results do
+    (identical results would be stored once, by their hash, and flatter the storage figures)."""
+    filler = f"Page {page}: the quick brown fox jumps over the lazy dog. "
     return (filler * (size // len(filler) + 1))[:size]
 
 
@@ -106,13 +107,19 @@ async def carried_model(request: CarriedModelRequest) -> AssistantTurn:
     if made >= request.turns:
         return AssistantTurn(text=f"done after {made} tool calls")
     return AssistantTurn(
-        tool_calls=[ToolCall(id=f"call_{made + 1}", name="blob", arguments={"size": request.result_bytes})]
+        tool_calls=[
+            ToolCall(id=f"call_{made + 1}", name="blob", arguments={"size": request.result_bytes, "page": made + 1})
+        ]
     )
 
 
 @activity.defn(name="bench_blob")
 async def blob_activity(request: BlobRequest) -> ToolResult:
-    return ToolResult(call_id=request.call.id, name="blob", content=blob_text(request.call.arguments["size"]))
+    return ToolResult(
+        call_id=request.call.id,
+        name="blob",
+        content=blob_text(request.call.arguments["size"], request.call.arguments.get("page", 0)),
+    )
 
 
 @workflow.defn(name="CarriedConversation")

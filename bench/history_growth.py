@@ -62,7 +62,9 @@ class BlobCalls:
     async def complete(self, context: ModelContext) -> AssistantTurn:
         if context.step > self._turns:
             return AssistantTurn(text=f"done after {self._turns} tool calls", model="scripted")
-        call = ToolCall(id=f"call_{context.step}", name="blob", arguments={"size": self._result_bytes})
+        call = ToolCall(
+            id=f"call_{context.step}", name="blob", arguments={"size": self._result_bytes, "page": context.step}
+        )
         return AssistantTurn(tool_calls=[call], model="scripted")
 
 

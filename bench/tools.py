@@ -7,10 +7,11 @@ from stalwart.activities.tools.registry import tool
 
 
 @tool
-def blob(size: int) -> str:
+def blob(size: int, page: int = 0) -> str:
     """Return `size` characters of text.
 
     Args:
         size: How many characters to return.
+        page: Which page: each has its own text.
     """
-    return blob_text(size)
+    return blob_text(size, page)

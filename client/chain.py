@@ -61,7 +61,7 @@ async def model_input_at(
         if request.context_ref is None:
             raise LookupError(f"the model call of step {step} names no agent")
         static = await transcripts.load_context(chain, request.context_ref)
-    messages = [*await transcripts.read(request.transcript), *request.new_messages]
+    messages = [*await transcripts.read(request.transcript), *await transcripts.filled(chain, request.new_messages)]
     if request.summarize:
         return summary_context(messages, static.agent, request.transcript, step)[0]
     return ModelContext(

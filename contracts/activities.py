@@ -10,16 +10,17 @@ from pydantic import BaseModel, Field
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
 from stalwart.contracts.tools import ToolSpec
+from stalwart.contracts.wire import Compact
 
 
-class AgentContext(BaseModel):
+class AgentContext(Compact):
     """What stays the same from one model call to the next: the agent and the tools it may call."""
 
     agent: AgentSpec
     tools: list[ToolSpec]
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(Compact):
     """Ask for the next assistant turn, with everything the activity needs and nothing twice.
 
     The conversation so far is in storage (`transcript`); this input adds the messages
@@ -42,7 +43,7 @@ class ModelRequest(BaseModel):
     """Write a summary of the older conversation instead of the next turn (context strategy `summarize`)."""
 
 
-class ModelContext(BaseModel):
+class ModelContext(Compact):
     """Everything a provider needs for one call: who the agent is, what it may call, what was said."""
 
     agent: AgentSpec
@@ -60,7 +61,7 @@ class DescribeToolsResult(BaseModel):
     tools: list[ToolSpec]
 
 
-class ToolRequest(BaseModel):
+class ToolRequest(Compact):
     """Run one tool call. `idempotency_key` is stable across retries and worker crashes."""
 
     call: ToolCall
@@ -69,6 +70,8 @@ class ToolRequest(BaseModel):
     run_inputs: dict[str, Any] = Field(default_factory=dict)
     deadline: datetime | None = None
     """When the run's wall-clock budget ends; past it the activity refuses to run the tool (`BUDGET_OVER`)."""
+    chain_id: str | None = None
+    """The run chain whose storage keeps a large result (`ToolResult.stored`); None keeps every result inline."""
 
 
 BUDGET_OVER = "BudgetOver"

@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from stalwart.contracts.wire import Compact
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class Usage(BaseModel):
+class Usage(Compact):
     """Tokens (and, where a price is known, dollars) spent by one or more model calls."""
 
     input_tokens: int = 0
@@ -48,7 +50,7 @@ class Usage(BaseModel):
         )
 
 
-class ToolCall(BaseModel):
+class ToolCall(Compact):
     """A request from the model to run one tool.
 
     `arguments_error` is set when the model produced arguments that are not a
@@ -67,7 +69,19 @@ TOOL_ERROR_HINT = "Check argument names and types and try again."
 CUT_MARKER = "\n\n[... {cut:,} of {total:,} characters cut here; the run's record keeps the whole result]"
 
 
-class ToolResult(BaseModel):
+class StoredContent(Compact):
+    """Where a large tool result's content is kept: written once by the tool activity, named by its hash.
+
+    The model activity reads it from there, so the result enters history once (the tool's completion)
+    instead of again in the next model call's input; the conversation in storage refers to it too.
+    """
+
+    sha256: str
+    """Of the stored JSON (`content` and `data`); it names the object in the run chain's storage."""
+    chars: int
+
+
+class ToolResult(Compact):
     """One tool call's outcome, typed from the tool function to the model message.
 
     Exactly one of three things: `content` (the tool answered text), `data` (it answered a value: a dict,
@@ -89,6 +103,8 @@ class ToolResult(BaseModel):
     cut_chars: int = 0
     """The size marker: how many characters at the end of the result the model is not sent
     (`[context] max_tool_result_chars`); the record keeps them all."""
+    stored: StoredContent | None = None
+    """Where `content` and `data` are kept in storage, when the tool activity stored them (large results)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -108,6 +124,12 @@ class ToolResult(BaseModel):
             else:
                 value["error"] = text
         return value
+
+    def by_reference(self) -> ToolResult:
+        """This result without its content when that is in storage: what the next model call's input carries."""
+        if self.stored is None:
+            return self
+        return self.model_copy(update={"content": "", "data": None})
 
     @property
     def is_error(self) -> bool:
@@ -155,7 +177,7 @@ class ToolResult(BaseModel):
         return cls(call_id=call.id, name=call.name, data=data)
 
 
-class Message(BaseModel):
+class Message(Compact):
     """One message of the conversation.
 
     `provider_raw` keeps a provider's native content (Anthropic content blocks
@@ -170,7 +192,7 @@ class Message(BaseModel):
     provider_raw: Any | None = None
 
 
-class TranscriptRef(BaseModel):
+class TranscriptRef(Compact):
     """The conversation as stored so far: `segments` appended blobs holding `messages` messages.
 
     `sha256` chains every segment's bytes, so whoever rebuilds a step's prompt from storage
@@ -187,7 +209,7 @@ class TranscriptRef(BaseModel):
     """How many messages after the first the summary replaces in what the model is sent (the record keeps them)."""
 
 
-class AssistantTurn(BaseModel):
+class AssistantTurn(Compact):
     """A model's normalised reply: text, the tool calls it asks for, and what it cost.
 
     `wants_final_answer` is set by text protocols whose model answered "no

@@ -8,8 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from stalwart.contracts.agent import DEFAULT_MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS, AgentSpec
-from stalwart.contracts.messages import Message, TranscriptRef, Usage
+from stalwart.contracts.messages import Message, StoredContent, TranscriptRef, Usage
 from stalwart.contracts.tools import ToolSpec
+from stalwart.contracts.wire import Compact
 
 StopReason = Literal[
     "done", "max_steps", "max_seconds", "max_tokens", "max_cost", "cancelled", "error", "closed", "idle"
@@ -99,10 +100,20 @@ class StepRecord(BaseModel):
     summary, which replaced those messages in what the model is sent. It is not one of the `max_steps`."""
     stop_reason: str | None = None
     """For a model turn: why the model stopped, in the provider's words (`end_turn`, `length`, `max_tokens` ...)."""
+    result_stored: StoredContent | None = None
+    """Where the tool activity stored this (large) result. An archived step log refers to it there instead of
+    holding `result` again; reading the archive fills `result` back in."""
 
     @property
     def finished(self) -> bool:
         return self.ended_at is not None
+
+    def archived(self) -> ArchivedStep:
+        """This step as an archive keeps it: a stored result named, not repeated; empty fields left out."""
+        fields = dict(self)
+        if self.result_stored is not None:
+            fields["result"] = None
+        return ArchivedStep.model_construct(**fields)
 
 
 class StepArchive(BaseModel):
@@ -117,10 +128,14 @@ class StepArchive(BaseModel):
     count: int
 
 
+class ArchivedStep(StepRecord, Compact):
+    """A step on its way to an archive: its empty fields are left out (`contracts/wire.py`)."""
+
+
 class ArchiveStepsRequest(BaseModel):
     chain_id: str
     index: int
-    steps: list[StepRecord]
+    steps: list[ArchivedStep]
 
 
 class RunState(BaseModel):

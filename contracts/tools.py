@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from stalwart.contracts.agent import MAX_SECONDS, McpServerSpec, SubAgent
+from stalwart.contracts.wire import Compact
 
 
-class ToolSpec(BaseModel):
+class ToolSpec(Compact):
     """A tool as the loop knows it: enough to show it to a model and to schedule it.
 
     `parameters` is the JSON schema the model sees. `kind` chooses a handler
@@ -34,3 +35,10 @@ class ToolSpec(BaseModel):
     """The tool's name on its MCP server, when `name` was prefixed to avoid a collision."""
     sub_agent: SubAgent | None = None
     """For kind "agent": the agent a call delegates to, carried whole so the delegation needs nothing else."""
+
+    def for_running(self) -> ToolSpec:
+        """The spec as the tool activity needs it. A function or MCP tool is run by name (the worker's registry
+        validates the arguments, the MCP server its own), so what only the model reads is not sent with each call."""
+        if self.kind not in ("function", "mcp"):
+            return self  # a kind handler of the worker's may read all of it
+        return self.model_copy(update={"description": "", "parameters": {}})

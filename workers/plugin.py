@@ -88,8 +88,10 @@ class StalwartPlugin(SimplePlugin):
                 self.registry.register_module(extra)
             else:
                 self.registry.register(extra)
-        self.tool_activities = ToolActivities(self.registry)
         self.model_activities = models or ModelActivities()
+        # One transcript store per worker: the model call reads a large result from the cache of the tool call that
+        # stored it.
+        self.tool_activities = ToolActivities(self.registry, transcripts=lambda: self.model_activities.transcripts)
         super().__init__(
             PLUGIN_NAME,
             data_converter=lambda existing: stalwart_converter(existing, self.storage),

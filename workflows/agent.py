@@ -205,6 +205,12 @@ class AgentWorkflow:
             for message_id in [*self._read_in_turn, *(q.id for q in self._queued)]:
                 self._results.setdefault(message_id, self._closed_result(stop))
             await workflow.wait_condition(workflow.all_handlers_finished)
+        if (
+            stop != "cancelled"
+            and conversation.step_text_chars(self._steps) > policies.RESULT_STEPS_INLINE_CHARS
+            and workflow.patched("archive-large-step-log")  # runs recorded before this end as they did
+        ):
+            await self._archive_steps("of the result")
         return self._finish(stop)
 
     # -- queries, signals and updates ----------------------------------------
@@ -534,17 +540,25 @@ class AgentWorkflow:
         a session at rest continues as new onto it instead of keeping its pinned old version for weeks."""
         return workflow.info().is_target_worker_deployment_version_changed()
 
-    async def _archive_steps(self) -> None:
-        """Keep this run's steps in storage; the next run starts its log empty and names the archives."""
+    async def _archive_steps(self, why: str = "before continuing as new") -> None:
+        """Keep this run's steps in storage; the next run (or the result) names the archives instead of holding them.
+
+        At the end of a run this keeps a large step log out of the result, which would repeat in history
+        every tool result already recorded there; `RunHandle.result()` joins the archives back.
+        """
         if not self._steps:
             return
         archive = await workflow.execute_activity(
             names.ARCHIVE_STEPS_ACTIVITY,
-            ArchiveStepsRequest(chain_id=self._chain_id, index=len(self._archives), steps=self._steps),
+            ArchiveStepsRequest(
+                chain_id=self._chain_id,
+                index=len(self._archives),
+                steps=[step.archived() for step in self._steps],  # stored results are not sent again
+            ),
             result_type=StepArchive,
             start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
             retry_policy=policies.ARCHIVE_RETRY,
-            summary=f"archive {len(self._steps)} steps before continuing as new",
+            summary=f"archive {len(self._steps)} steps {why}",
         )
         self._archives.append(archive)
         self._archived_metrics = conversation.metrics(self._steps, self._archived_metrics)
@@ -726,7 +740,9 @@ class AgentWorkflow:
         results = await asyncio.gather(
             *(self._run_tool(call, record, limit) for call, record in zip(calls, records, strict=True))
         )
-        self._unsent.append(Message(role="tool", tool_results=list(results)))
+        # A large result is in storage (the tool activity put it there): the model call reads it from there, so
+        # history holds it once, in the tool's completion.
+        self._unsent.append(Message(role="tool", tool_results=[result.by_reference() for result in results]))
 
     async def _run_tool(self, call: ToolCall, record: StepRecord, limit: asyncio.Semaphore) -> ToolResult:
         async with limit:
@@ -736,7 +752,7 @@ class AgentWorkflow:
         if result.is_error:
             record.error = result.text
         else:
-            record.result = result.text
+            record.result, record.result_stored = result.text, result.stored
         return result
 
     async def _traced_tool(self, call: ToolCall) -> ToolResult:
@@ -789,12 +805,13 @@ class AgentWorkflow:
                 names.RUN_TOOL_ACTIVITY,
                 ToolRequest(
                     call=call,
-                    tool=tool,
+                    tool=tool.for_running(),
                     idempotency_key=conversation.call_key(
                         workflow.info().workflow_id, self._chain_id, self._step, call.id
                     ),
                     run_inputs=self._input.inputs,
                     deadline=deadline,
+                    chain_id=self._chain_id,
                 ),
                 result_type=ToolResult,
                 start_to_close_timeout=start_to_close,

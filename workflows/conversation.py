@@ -64,6 +64,11 @@ def call_key(workflow_id: str, chain_id: str, step: int, call_id: str) -> str:
     return f"{workflow_id}/{chain_id}/{step}/{call_id}"
 
 
+def step_text_chars(steps: list[StepRecord]) -> int:
+    """The text a step log holds (messages, model texts, tool results and errors): what a result would repeat."""
+    return sum(len(step.content) + len(step.result or "") + len(step.error or "") for step in steps)
+
+
 def prune(messages: list[Message], limit: int | None) -> list[Message]:
     """Keep the goal and the last `limit` messages, never starting on an orphaned tool result.
 

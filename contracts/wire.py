@@ -1,0 +1,61 @@
+"""Leave out what says nothing: the fields of a message between workflow and worker that hold their empty default.
+
+Every model call, tool call and step travels through history as JSON, so a `null`, `false`, `0`
+or `[]` that only repeats a default is paid for once per step, for the life of the run: in a
+run of small tool results it was half of the history. Like protobuf's JSON mapping, these
+models omit such fields and read them back as their defaults.
+
+Only empty defaults are left out. A field whose default carries a value (a budget, a prompt)
+is always written, so a payload means the same thing to a later version whose default differs.
+For the same reason an empty default must never become a non-empty one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic_core import PydanticUndefined
+
+
+class Compact(BaseModel):
+    """A pydantic model whose JSON leaves out fields that hold their empty default."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and info.mode_is_json():  # a Python dump keeps every field, for code reading it
+            for name, default in _empty_defaults(type(self)):
+                if name in data and _same(data[name], default):
+                    del data[name]
+        return data
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (type(value) in (bool, int, float, str, list, dict) and not value)
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether a serialized `value` is `default` itself: `None` is not `{}`, and `0` is not `False`."""
+    return value is None if default is None else type(value) is type(default) and value == default
+
+
+_CACHE: dict[type[BaseModel], tuple[tuple[str, Any], ...]] = {}
+
+
+def _empty_defaults(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """The fields of `model` whose default is empty (None, False, 0, "", [] or {}): serialized name and default."""
+    known = _CACHE.get(model)
+    if known is None:
+        found = []
+        for name, field in model.model_fields.items():
+            if field.default_factory is not None:
+                default = field.default_factory()  # type: ignore[call-arg]
+            elif field.default is PydanticUndefined:
+                continue
+            else:
+                default = field.default
+            if _is_empty(default):
+                found.append((field.serialization_alias or name, default))
+        known = _CACHE[model] = tuple(found)
+    return known
