@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
 
+_COUNTERS = frozenset(key.name for key in (names.AGENT_STEPS, names.AGENT_TOKENS, names.AGENT_COST_USD))
 INPUT_SCHEMA_HINT = (
     'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (its JSON Schema: docs/run-input.schema.json)'
 )
@@ -105,6 +106,7 @@ class AgentWorkflow:
         self._pending: dict[str, PendingApproval] = {}
         self._decisions: dict[str, tuple[bool, ApprovalDecision]] = {}
         self._published: dict[str, object] = {}
+        self._published_at: datetime | None = None
         self._error: str | None = None
         self._budget: Budget | None = None
         self._budget_fired_at: datetime | None = None
@@ -925,6 +927,19 @@ class AgentWorkflow:
                 record.ended_at = now
                 record.error = why
 
+    def _counters_wait(self, changed: list[SearchAttributeKey[Any]]) -> bool:
+        """Whether only the step, token and cost counters changed, and too recently to upsert them again.
+
+        An upsert per step cost a third of a step's time (a history event and a visibility write each), for
+        counters nobody reads at that pace: they go out with the next change of status (every turn's end and
+        the run's end are one) or after `policies.COUNTERS_EVERY`.
+        """
+        if any(key.name not in _COUNTERS for key in changed):
+            return False
+        if self._published_at is not None and workflow.now() - self._published_at >= policies.COUNTERS_EVERY:
+            return False
+        return workflow.patched("search-attribute-counters-throttled")  # runs recorded before upsert every step
+
     def _publish(self) -> None:
         """Keep the search attributes and the UI's current details in step with the run."""
         current: dict[SearchAttributeKey[Any], Any] = {
@@ -935,10 +950,11 @@ class AgentWorkflow:
             names.AGENT_COST_USD: self._usage.cost_usd,
             names.AGENT_AWAITING_APPROVAL: bool(self._pending),
         }
-        changed = [key.value_set(value) for key, value in current.items() if self._published.get(key.name) != value]
-        if changed:  # each upsert is a history event: send only what changed
-            workflow.upsert_search_attributes(changed)
+        changed = [key for key, value in current.items() if self._published.get(key.name) != value]
+        if changed and not self._counters_wait(changed):  # each upsert is a history event: send only what changed
+            workflow.upsert_search_attributes([key.value_set(current[key]) for key in changed])
             self._published.update({key.name: value for key, value in current.items()})
+            self._published_at = workflow.now()
         last = self._steps[-1] if self._steps else None
         turns = f" · turn {self._turns}" if self._input.session else ""
         # The UI's static summary can only be set by whoever starts the run (StalwartClient does); a run started

@@ -54,3 +54,5 @@ ARCHIVE_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=10,
 )
+COUNTERS_EVERY = timedelta(seconds=5)
+"""How often a run's step, token and cost search attributes are brought up to date while nothing else changes."""
