@@ -1,11 +1,13 @@
 """How a run's history grows with its number of tool calls: ours linearly, a carried conversation quadratically.
 
-Every turn calls a tool whose result is 2 KB. Our model activity gets a
-reference to the stored conversation plus only the messages new since its last
-call, so the history grows by a constant per turn; that constant still holds
-each tool result three times (the tool's completion, the next model call's new
-messages, the step log in the run's result) besides the agent spec in every
-model call's input. The baseline passes the whole conversation as the input of
+Every turn calls a tool whose result is 2 KB, a different page each time
+(identical results would be stored once, by their hash). Our model activity
+gets a reference to the stored conversation plus only the messages new since
+its last call, so the history grows by a constant per turn. That constant holds
+each tool result once, in the tool's completion: the tool activity stores a
+result over 1 KB and the next model call's input names it, and a step log this
+long ends the run in storage (`AgentResult.earlier`) with those results named,
+not repeated. The baseline passes the whole conversation as the input of
 every model activity, as the published agent-SDK integrations for Temporal do;
 the "formula" column is the fit measured for those integrations with 2 KB
 results (bytes ~ 3.0k + 6.2k*K + 1.14k*K^2 for K tool calls). Once one of the
