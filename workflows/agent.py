@@ -580,7 +580,7 @@ class AgentWorkflow:
             context_ref=self._context_ref,
             unsent=self._unsent,
             queued=self._queued,
-            earlier_results=self._earlier_results,
+            earlier_results=conversation.latest_results(self._earlier_results),
             archives=self._archives,
             closing=self._closing,
             turns=self._turns,

@@ -64,6 +64,28 @@ def call_key(workflow_id: str, chain_id: str, step: int, call_id: str) -> str:
     return f"{workflow_id}/{chain_id}/{step}/{call_id}"
 
 
+CARRIED_RESULTS = 256
+CARRIED_RESULT_CHARS = 256 * 1024
+
+
+def latest_results(earlier: dict[str, tuple[int, str]]) -> dict[str, tuple[int, str]]:
+    """The thrash guard's cache as continue-as-new carries it: its newest `CARRIED_RESULTS` calls, and no more
+    than `CARRIED_RESULT_CHARS` of their results.
+
+    Carrying all of it would store every read-only result again at every boundary, which grows with the square
+    of the run's length. The guard is against loops, which repeat recent calls; an old call repeated after the
+    boundary runs again, which a read-only tool allows.
+    """
+    kept: list[tuple[str, tuple[int, str]]] = []
+    chars = 0
+    for key, (step, text) in reversed(list(earlier.items())):
+        chars += len(text)
+        if len(kept) == CARRIED_RESULTS or chars > CARRIED_RESULT_CHARS:
+            break
+        kept.append((key, (step, text)))
+    return dict(reversed(kept))
+
+
 def step_text_chars(steps: list[StepRecord]) -> int:
     """The text a step log holds (messages, model texts, tool results and errors): what a result would repeat."""
     return sum(len(step.content) + len(step.result or "") + len(step.error or "") for step in steps)

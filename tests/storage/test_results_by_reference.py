@@ -10,6 +10,7 @@ from stalwart.activities.transcripts import STORE_RESULTS_ABOVE_CHARS, MemoryBlo
 from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.messages import Message, ToolCall, ToolResult, TranscriptRef
 from stalwart.contracts.wire import Compact
+from stalwart.workflows.conversation import CARRIED_RESULT_CHARS, CARRIED_RESULTS, latest_results
 from stalwart.workflows.policies import RESULT_STEPS_INLINE_CHARS
 
 
@@ -124,3 +125,11 @@ def test_compact_json_leaves_out_only_fields_at_their_empty_default():
     assert Example(name="a", limit=0, data={}).model_dump_json() == '{"name":"a","limit":0,"data":{}}'
     assert Example.model_validate_json('{"name":"a","limit":5}') == Example(name="a")
     assert Example(name="a").model_dump()["note"] is None, "a Python dump keeps every field"
+
+
+def test_continue_as_new_carries_the_thrash_guards_latest_calls_within_its_bounds():
+    many = {f"echo {n}": (n, "r") for n in range(CARRIED_RESULTS + 10)}
+    carried = latest_results(many)
+    assert list(carried) == list(many)[-CARRIED_RESULTS:], "the newest calls, in their order"
+    large = {f"page {n}": (n, "x" * (CARRIED_RESULT_CHARS // 3)) for n in range(5)}
+    assert list(latest_results(large)) == ["page 2", "page 3", "page 4"]
