@@ -74,7 +74,6 @@ def blob_agent(turns: int) -> AgentSpec:
     return AgentSpec(
         name="bench-growth",
         tools=["blob"],
-        thrash_guard=False,  # every turn must really run the tool and record its 2 KB result
         budgets=Budgets(max_steps=turns + 1),
     )
 

@@ -212,7 +212,10 @@ class AgentWorkflow:
             and conversation.step_text_chars(self._steps) > policies.RESULT_STEPS_INLINE_CHARS
             and workflow.patched("archive-large-step-log")  # runs recorded before this end as they did
         ):
-            await self._archive_steps("of the result")
+            try:
+                await self._archive_steps("of the result")
+            except ActivityError as err:  # storage is down: the result keeps its steps rather than the run failing
+                workflow.logger.warning("keeping the steps in the result: %s", innermost_message(err))
         return self._finish(stop)
 
     # -- queries, signals and updates ----------------------------------------
