@@ -564,7 +564,8 @@ class StalwartClient:
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes.
 
-        The goal is already in the input: the UI gets a shortened copy, not a second whole one.
+        The goal is already in the input: the UI gets a shortened copy, not a second whole one. Every search
+        attribute the workflow keeps is set here, so its first workflow task has nothing to upsert.
         """
         shown = what if len(what) <= _SHOWN_GOAL_CHARS else what[:_SHOWN_GOAL_CHARS] + " …"
         return {
@@ -572,7 +573,14 @@ class StalwartClient:
             "static_summary": f"{spec.name}: {what}"[:400],
             "static_details": f"**Agent** `{spec.name}` · model `{spec.model}`\n\n**Goal**\n\n{shown}",
             "search_attributes": TypedSearchAttributes(
-                [SearchAttributePair(names.AGENT_NAME, spec.name), SearchAttributePair(names.AGENT_STATUS, status)]
+                [
+                    SearchAttributePair(names.AGENT_NAME, spec.name),
+                    SearchAttributePair(names.AGENT_STATUS, status),
+                    SearchAttributePair(names.AGENT_STEPS, 0),
+                    SearchAttributePair(names.AGENT_TOKENS, 0),
+                    SearchAttributePair(names.AGENT_COST_USD, 0.0),
+                    SearchAttributePair(names.AGENT_AWAITING_APPROVAL, False),
+                ]
             ),
         }
 

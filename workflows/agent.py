@@ -53,6 +53,16 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
 
+def _search_attributes_at_start() -> dict[str, object]:
+    """Stalwart's search attributes this run started with, all set by `StalwartClient` when it starts a run.
+
+    Upserting them again would cost a history event and a visibility write for nothing; a run started without
+    them (another SDK, a sub-agent, an older client) upserts what it lacks, as every run did before."""
+    attrs = workflow.info().typed_search_attributes
+    values = {key.name: attrs.get(key) for key in names.SEARCH_ATTRIBUTES}
+    return {name: value for name, value in values.items() if value is not None}
+
+
 _COUNTERS = frozenset(key.name for key in (names.AGENT_STEPS, names.AGENT_TOKENS, names.AGENT_COST_USD))
 INPUT_SCHEMA_HINT = (
     'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (its JSON Schema: docs/run-input.schema.json)'
@@ -105,8 +115,9 @@ class AgentWorkflow:
         self._waiters = 0  # `send` updates waiting for a turn to end
         self._pending: dict[str, PendingApproval] = {}
         self._decisions: dict[str, tuple[bool, ApprovalDecision]] = {}
-        self._published: dict[str, object] = {}
-        self._published_at: datetime | None = None
+        # A continued run upserts everything once, as runs recorded before this did.
+        self._published = _search_attributes_at_start() if carried is None else {}
+        self._published_at: datetime | None = now if self._published else None
         self._error: str | None = None
         self._budget: Budget | None = None
         self._budget_fired_at: datetime | None = None
