@@ -10,6 +10,8 @@ can fix rather than a crash.
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 import re
@@ -65,8 +67,7 @@ class Tool:
     kind: str = "function"
 
     def spec(self) -> ToolSpec:
-        schema = self.arguments.model_json_schema()
-        schema.pop("title", None)
+        schema = _parameters_schema(self.arguments)
         return ToolSpec(
             name=self.name,
             description=self.description,
@@ -96,6 +97,19 @@ class Tool:
         else:
             value = await asyncio.to_thread(self.function, **kwargs)
         return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_schema(arguments: type[BaseModel]) -> dict[str, Any]:
+    schema = arguments.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+def _parameters_schema(arguments: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments: generated once per tool, not on every run's describe_tools
+    (pydantic's schema generation was most of that activity's time). A copy, so no caller can change the cache."""
+    return copy.deepcopy(_cached_schema(arguments))
 
 
 def tool(
