@@ -12,6 +12,7 @@ For the same reason an empty default must never become a non-empty one.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
@@ -40,22 +41,19 @@ def _same(value: Any, default: Any) -> bool:
     return value is None if default is None else type(value) is type(default) and value == default
 
 
-_CACHE: dict[type[BaseModel], tuple[tuple[str, Any], ...]] = {}
-
-
+@functools.cache
 def _empty_defaults(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
     """The fields of `model` whose default is empty (None, False, 0, "", [] or {}): serialized name and default."""
-    known = _CACHE.get(model)
-    if known is None:
-        found = []
-        for name, field in model.model_fields.items():
-            if field.default_factory is not None:
-                default = field.default_factory()  # type: ignore[call-arg]
-            elif field.default is PydanticUndefined:
-                continue
-            else:
-                default = field.default
-            if _is_empty(default):
-                found.append((field.serialization_alias or name, default))
-        known = _CACHE[model] = tuple(found)
-    return known
+    found = []
+    for name, field in model.model_fields.items():
+        if field.default_factory is not None:
+            if field.default_factory_takes_validated_data:
+                continue  # its default depends on the other fields: always written
+            default = field.default_factory()  # type: ignore[call-arg]
+        elif field.default is PydanticUndefined:
+            continue
+        else:
+            default = field.default
+        if _is_empty(default):
+            found.append((field.serialization_alias or name, default))
+    return tuple(found)
