@@ -135,8 +135,8 @@ class ModelActivities:
             # The new messages and this answer are stored together, once: the workflow need not send the answer
             # back with the next call (each message enters history once, in the activity that produced it).
             transcript, _ = await self.transcripts.append(
-                request.transcript, [*request.new_messages, turn.as_message()]
-            )
+                request.transcript, [*new, turn.as_message()]
+            )  # `new` is already filled in; the segment keeps its stored results as references
             # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
             known = context_ref if context_ref != request.context_ref else None
             return turn.model_copy(update={"transcript": transcript, "context_ref": known})

@@ -32,6 +32,9 @@ _MESSAGES = TypeAdapter(list[Message])
 _STEPS = TypeAdapter(list[StepRecord])
 STORE_RESULTS_ABOVE_CHARS = 1024
 """A tool result longer than this is stored on its own and referred to; a shorter one costs less inline."""
+CACHED_RESULT_BYTES = 64 * 1024 * 1024
+"""How many bytes of stored results a worker keeps in memory: the model call after a tool call usually reads the
+result that tool call stored on this worker. A bound in bytes, since one result may be many megabytes."""
 
 
 class BlobStore(Protocol):
@@ -66,6 +69,7 @@ class TranscriptStore:
         self._cached_chains = cached_chains
         self._contexts: OrderedDict[str, AgentContext] = OrderedDict()  # by hash: an agent is read once
         self._results: OrderedDict[str, bytes] = OrderedDict()  # stored results this worker wrote or read last
+        self._results_bytes = 0
 
     async def read(self, ref: TranscriptRef) -> list[Message]:
         """The messages `ref` names, checked against its hash."""
@@ -159,10 +163,14 @@ class TranscriptStore:
         return result.model_copy(update={"content": kept.get("content", ""), "data": kept.get("data")})
 
     def _remember_result(self, key: str, data: bytes) -> None:
+        if len(data) > CACHED_RESULT_BYTES:
+            return
+        previous = self._results.pop(key, None)
+        self._results_bytes += len(data) - (len(previous) if previous is not None else 0)
         self._results[key] = data
-        self._results.move_to_end(key)
-        while len(self._results) > self._cached_chains:
-            self._results.popitem(last=False)
+        while self._results_bytes > CACHED_RESULT_BYTES:
+            _, dropped = self._results.popitem(last=False)
+            self._results_bytes -= len(dropped)
 
     async def save_context(self, chain_id: str, context: AgentContext) -> str:
         """Store the agent and its tools once per chain and content; later calls name them by hash."""
