@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+from typing import Any
+
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
@@ -9,6 +13,7 @@ from stalwart.client.api import StalwartClient, run_input
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.workers.worker import build_worker
+from stalwart.workflows.policies import COUNTERS_EVERY
 
 TOOL_TURNS = 6
 
@@ -23,14 +28,24 @@ def busy_agent() -> AgentSpec:
     )
 
 
-def our_upserts(history: WorkflowHistory) -> list[set[str]]:
-    """The names in each search-attribute upsert the workflow made (the SDK's own patch bookkeeping left out)."""
-    upserts = [
-        set(event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
-        for event in history.events
-        if event.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
-    ]
-    return [names_ for names_ in upserts if names_ != {"TemporalChangeVersion"}]
+def our_upserts(history: WorkflowHistory) -> list[tuple[datetime, dict[str, Any]]]:
+    """Each search-attribute upsert the workflow made (the SDK's own patch bookkeeping left out): the workflow's
+    time when it made it (its workflow task's start) and the values it set."""
+    task_started = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            started_id = event.workflow_task_completed_event_attributes.started_event_id
+            task_started[event.event_id] = history.events[started_id - 1].event_time.ToDatetime()
+    made = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            continue
+        attributes = event.upsert_workflow_search_attributes_event_attributes
+        fields = attributes.search_attributes.indexed_fields
+        if set(fields) != {"TemporalChangeVersion"}:
+            values = {name: json.loads(payload.data) for name, payload in fields.items()}
+            made.append((task_started[attributes.workflow_task_completed_event_id], values))
+    return made
 
 
 async def test_a_run_started_by_the_client_upserts_only_when_its_status_changes(dev_env, task_queue):
@@ -43,8 +58,14 @@ async def test_a_run_started_by_the_client_upserts_only_when_its_status_changes(
     started = history.events[0].workflow_execution_started_event_attributes
     assert set(started.search_attributes.indexed_fields) == {key.name for key in names.SEARCH_ATTRIBUTES}
     assert [step.role for step in result.steps].count("assistant") == TOOL_TURNS + 1
-    # Seven model steps in well under the counters' interval: one upsert, at the end, with the final counters.
-    assert len(our_upserts(history)) == 1
+    *counters_only, (_, last) = our_upserts(history)
+    assert last["AgentStatus"] == "done" and last["AgentSteps"] == TOOL_TURNS + 1, "the end goes out at once"
+    # Between the start (all set by the client) and the end, only the counters may go out, at most every 5 s.
+    previous = history.events[0].event_time.ToDatetime()
+    for made_at, values in counters_only:
+        assert set(values) <= {"AgentSteps", "AgentTokens", "AgentCostUsd"}
+        assert made_at - previous >= COUNTERS_EVERY
+        previous = made_at
     described = (await dev_env.client.get_workflow_handle(handle.run_id).describe()).typed_search_attributes
     assert described.get(names.AGENT_STATUS) == "done"
     assert described.get(names.AGENT_STEPS) == TOOL_TURNS + 1

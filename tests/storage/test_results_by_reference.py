@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import Field
 from temporalio.client import WorkflowHistory
 
+from stalwart.activities import transcripts
 from stalwart.activities.tools import tool
 from stalwart.activities.transcripts import STORE_RESULTS_ABOVE_CHARS, MemoryBlobs, TranscriptError, TranscriptStore
 from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.messages import Message, ToolCall, ToolResult, TranscriptRef
+from stalwart.contracts.run import AgentResult
 from stalwart.contracts.wire import Compact
 from stalwart.workflows.conversation import CARRIED_RESULT_CHARS, CARRIED_RESULTS, latest_results
 from stalwart.workflows.policies import RESULT_STEPS_INLINE_CHARS
@@ -77,7 +80,7 @@ async def test_a_long_step_log_ends_in_storage_and_the_result_joins_it_back(stal
     pages = [(n, 4000) for n in range(1, RESULT_STEPS_INLINE_CHARS // 4000 + 3)]
     async with worker_with(page):
         handle = await stalwart.start(reader(*pages), "read them all")
-        raw = await handle._handle.result()
+        raw = await stalwart.temporal.get_workflow_handle(handle.run_id, result_type=AgentResult).result()
         result = await handle.result()
         histories = await handle.histories()
     assert raw.steps == [] and raw.earlier, "the recorded result names the archive instead of repeating the steps"
@@ -111,6 +114,21 @@ async def test_the_stored_conversation_names_a_stored_result_and_reads_it_back_w
     assert message.tool_results[0].content == text
 
 
+async def test_a_worker_keeps_stored_results_in_memory_up_to_a_bound_in_bytes(monkeypatch):
+    monkeypatch.setattr(transcripts, "CACHED_RESULT_BYTES", 3 * STORE_RESULTS_ABOVE_CHARS)
+    blobs = MemoryBlobs()
+    store = TranscriptStore(blobs)
+    kept = [
+        await store.keep_result("chain", ToolResult.returned(ToolCall(id=f"c{n}", name="page"), page_text(n, 1200)))
+        for n in range(3)
+    ]
+    blobs.blobs.clear()  # what the store can still give now comes from its memory
+    newest = await store.filled("chain", [Message(role="tool", tool_results=[kept[2].by_reference()])])
+    assert newest[0].tool_results[0].content == page_text(2, 1200)
+    with pytest.raises(TranscriptError, match="not in storage"):  # the oldest no longer fitted
+        await store.filled("chain", [Message(role="tool", tool_results=[kept[0].by_reference()])])
+
+
 class Example(Compact):
     name: str
     note: str | None = None
@@ -118,12 +136,13 @@ class Example(Compact):
     flags: list[str] = []
     limit: int = 5
     data: object | None = None
+    derived: list[str] = Field(default_factory=lambda fields: [])  # depends on the other fields: always written
 
 
 def test_compact_json_leaves_out_only_fields_at_their_empty_default():
-    assert Example(name="a").model_dump_json() == '{"name":"a","limit":5}'
-    assert Example(name="a", limit=0, data={}).model_dump_json() == '{"name":"a","limit":0,"data":{}}'
-    assert Example.model_validate_json('{"name":"a","limit":5}') == Example(name="a")
+    assert Example(name="a").model_dump_json() == '{"name":"a","limit":5,"derived":[]}'
+    assert Example(name="a", limit=0, data={}).model_dump_json() == '{"name":"a","limit":0,"data":{},"derived":[]}'
+    assert Example.model_validate_json('{"name":"a","limit":5,"derived":[]}') == Example(name="a")
     assert Example(name="a").model_dump()["note"] is None, "a Python dump keeps every field"
 
 
