@@ -45,14 +45,14 @@ DESCRIBE_RETRY = RetryPolicy(
 )
 
 ARCHIVE_TIMEOUT = timedelta(seconds=60)
-RESULT_STEPS_INLINE_CHARS = 32 * 1024
-"""A run whose steps hold more text than this ends with them in storage (`AgentResult.earlier`), not in its result:
-history already holds each tool result once, in the tool's completion. `RunHandle.result()` joins them back."""
 ARCHIVE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=10,
 )
+RESULT_STEPS_INLINE_CHARS = 32 * 1024
+"""A run whose steps hold more text than this ends with them in storage (`AgentResult.earlier`), not in its result:
+history already holds each tool result once, in the tool's completion. `RunHandle.result()` joins them back."""
 COUNTERS_EVERY = timedelta(seconds=5)
 """How often a run's step, token and cost search attributes are brought up to date while nothing else changes."""
