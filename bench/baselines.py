@@ -61,6 +61,51 @@ class BareStepsWorkflow:
         return turns
 
 
+class StepInput(BaseModel):
+    """The smallest typed input a real activity has: which step, and what it stands for."""
+
+    step: int
+    kind: str
+
+
+class StepOutput(BaseModel):
+    step: int
+    kind: str
+
+
+@activity.defn(name="bench_typed_noop")
+async def typed_noop(request: StepInput) -> StepOutput:
+    """A no-op with one pydantic input and output, as every activity of ours has."""
+    return StepOutput(step=request.step, kind=request.kind)
+
+
+@workflow.defn(name="TypedSteps")
+class TypedStepsWorkflow:
+    """`BareStepsWorkflow` with what any well-kept activity carries: one pydantic input and output, and a summary
+    for the Web UI's timeline.
+
+    The SDK converts, visits and (in the sandbox) contextualizes every payload of a workflow task, so these cost
+    per step whatever the activity does; ours over this baseline is what our own code adds.
+    """
+
+    @workflow.run
+    async def run(self, turns: int) -> int:
+        async def step(number: int, kind: str) -> None:
+            await workflow.execute_activity(
+                typed_noop,
+                StepInput(step=number, kind=kind),
+                start_to_close_timeout=TIMEOUT,
+                summary=f"{kind} {number}",
+            )
+
+        await step(0, "tools")
+        for number in range(1, turns + 1):
+            await step(number, "model")
+            await step(number, "tool")
+        await step(turns + 1, "model")
+        return turns
+
+
 @activity.defn(name="bench_slow_model")
 async def slow_model(latency: float) -> None:
     """A model call that takes `latency` seconds and answers nothing: what a provider's latency costs a worker."""
@@ -142,5 +187,5 @@ class CarriedConversationWorkflow:
             messages.append(Message(role="tool", tool_results=[result]))
 
 
-WORKFLOWS = [BareStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
-ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, slow_model, carried_model, blob_activity]
+WORKFLOWS = [BareStepsWorkflow, TypedStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
+ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, typed_noop, slow_model, carried_model, blob_activity]

@@ -6,7 +6,9 @@ Each model turn reads the conversation from storage and appends the new
 messages to it (no query of the workflow since sessions landed). The bare
 workflow schedules the same activities as no-ops and nothing else;
 "bare+query" also makes each model no-op query its workflow, which is what
-our model activity used to do. All run one at a time, interleaved, on one
+our model activity used to do; "typed" gives every no-op one pydantic input and
+output and a summary, as every activity of ours has, so "ours over typed" is
+what our own code adds beyond what the SDK charges any such activity. All run one at a time, interleaved, on one
 fresh in-memory dev server; the first run of each is a warm-up. A step is one turn.
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
@@ -18,7 +20,7 @@ import argparse
 import asyncio
 import statistics
 
-from bench.baselines import BareStepsWorkflow
+from bench.baselines import BareStepsWorkflow, TypedStepsWorkflow
 from bench.harness import Run, bench_server, run_bare, run_ours
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
@@ -42,13 +44,14 @@ def per_step_ms(runs: list[Run], turns: int) -> float:
 
 async def main(turns: int, repeat: int) -> None:
     agent = echo_agent(turns)
-    results: dict[str, list[Run]] = {"ours": [], "bare": [], "bare+query": []}
+    results: dict[str, list[Run]] = {"ours": [], "bare": [], "bare+query": [], "typed": []}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
                 "ours": await run_ours(stalwart, agent, "echo until done"),
                 "bare": await run_bare(stalwart, BareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
+                "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns),
             }
             if measured:
                 for name, run in round_of_runs.items():
@@ -60,6 +63,7 @@ async def main(turns: int, repeat: int) -> None:
             f"{name:>10}: {per_step_ms(runs, turns):5.1f} ms per step  (runs: {run_ms} ms)  "
             f"history: {runs[0].events} events, {runs[0].history_bytes} bytes, {runs[0].activities} activities"
         )
+    print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
 
