@@ -62,10 +62,11 @@ class BareStepsWorkflow:
 
 
 class StepInput(BaseModel):
-    """The smallest typed input a real activity has: which step, and what it stands for."""
+    """The smallest typed input a real activity has: which step, what it stands for, and how long it takes."""
 
     step: int
     kind: str
+    latency: float = 0.0
 
 
 class StepOutput(BaseModel):
@@ -73,36 +74,38 @@ class StepOutput(BaseModel):
     kind: str
 
 
-@activity.defn(name="bench_typed_noop")
-async def typed_noop(request: StepInput) -> StepOutput:
-    """A no-op with one pydantic input and output, as every activity of ours has."""
+@activity.defn(name="bench_typed_step")
+async def typed_step(request: StepInput) -> StepOutput:
+    """A no-op (after `latency` seconds) with one pydantic input and output, as every activity of ours has."""
+    if request.latency:
+        await asyncio.sleep(request.latency)
     return StepOutput(step=request.step, kind=request.kind)
 
 
 @workflow.defn(name="TypedSteps")
 class TypedStepsWorkflow:
     """`BareStepsWorkflow` with what any well-kept activity carries: one pydantic input and output, and a summary
-    for the Web UI's timeline.
+    for the Web UI's timeline; with `latency`, its model steps take that long, as in `BareLatencyStepsWorkflow`.
 
     The SDK converts, visits and (in the sandbox) contextualizes every payload of a workflow task, so these cost
     per step whatever the activity does; ours over this baseline is what our own code adds.
     """
 
     @workflow.run
-    async def run(self, turns: int) -> int:
-        async def step(number: int, kind: str) -> None:
+    async def run(self, turns: int, latency: float = 0.0) -> int:
+        async def step(number: int, kind: str, latency: float = 0.0) -> None:
             await workflow.execute_activity(
-                typed_noop,
-                StepInput(step=number, kind=kind),
+                typed_step,
+                StepInput(step=number, kind=kind, latency=latency),
                 start_to_close_timeout=TIMEOUT,
                 summary=f"{kind} {number}",
             )
 
         await step(0, "tools")
         for number in range(1, turns + 1):
-            await step(number, "model")
+            await step(number, "model", latency)
             await step(number, "tool")
-        await step(turns + 1, "model")
+        await step(turns + 1, "model", latency)
         return turns
 
 
@@ -188,4 +191,4 @@ class CarriedConversationWorkflow:
 
 
 WORKFLOWS = [BareStepsWorkflow, TypedStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
-ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, typed_noop, slow_model, carried_model, blob_activity]
+ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, typed_step, slow_model, carried_model, blob_activity]

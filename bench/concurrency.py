@@ -5,12 +5,14 @@ Every run is the same short agent: two turns of a model that takes 200 ms
 latency) calling the no-op `echo` tool, then an answer: 3 model steps per run.
 The baseline is the same number of `BareLatencySteps` workflows scheduling
 the same activities (a 200 ms model no-op, a no-op tool) on the same dev
-server, from a worker with the same options. Each phase starts every run at
+server, from a worker with the same options. A second baseline, `TypedSteps`,
+gives those activities a pydantic input and output and a summary each, as
+ours have: our steps per second over its are what our own code costs. Each phase starts every run at
 once (the starts themselves go out 100 at a time) and ends when the last
 result is in; throughput is model steps per second of those wall-clock spans.
 
-The phases run in the order bare, ours, ours, bare, and each side's figures
-are the sum of its two phases: every run the dev server keeps makes its
+The phases run in the order bare, typed, ours, ours, typed, bare, and each
+side's figures are the sum of its two phases: every run the dev server keeps makes its
 database slower for the next phase (a second phase of 1,000 runs took the
 server a third more CPU than the first), so running one side after the
 other would charge that to whichever went second.
@@ -171,6 +173,15 @@ async def main(runs: int, latency: float) -> None:
             handle = await stalwart.start(agent, "echo twice", run_id=f"ours-{tag}-{n}")
             return handle.result()
 
+        async def start_typed(n: int) -> Awaitable[Any]:
+            handle = await client.start_workflow(
+                baselines.TypedStepsWorkflow.run,
+                args=[TOOL_TURNS, latency],
+                id=f"typed-{tag}-{n}",
+                task_queue=BARE_QUEUE,
+            )
+            return handle.result()
+
         async def start_bare(n: int) -> Awaitable[Any]:
             handle = await client.start_workflow(
                 baselines.BareLatencyStepsWorkflow.run,
@@ -185,21 +196,25 @@ async def main(runs: int, latency: float) -> None:
         async with ours, bare:
             await _phase("warm-up", 20, start_ours, pid)
             await _phase("warm-up", 20, start_bare, pid)
+            await _phase("warm-up", 20, start_typed, pid)
             first_bare = await _phase("bare", runs, start_bare, pid)
+            first_typed = await _phase("typed", runs, start_typed, pid)
             first_ours = await _phase("ours", runs, start_ours, pid)
             ours_phase = first_ours + await _phase("ours", runs, start_ours, pid)
+            typed_phase = first_typed + await _phase("typed", runs, start_typed, pid)
             bare_phase = first_bare + await _phase("bare", runs, start_bare, pid)
     print(
         f"{runs} runs at once on one worker, {STEPS_PER_RUN} model steps of {latency * 1000:.0f} ms and "
-        f"{TOOL_TURNS} no-op tools each; worker options: {WORKER_DEFAULTS}; phases bare, ours, ours, bare"
+        f"{TOOL_TURNS} no-op tools each; worker options: {WORKER_DEFAULTS}; phases bare, typed, ours, ours, typed, bare"
     )
-    for phase in (bare_phase, ours_phase):
+    for phase in (bare_phase, typed_phase, ours_phase):
         print(
             f"{phase.name:>5}: {phase.steps_per_second:7.1f} steps/s  ({phase.seconds:.1f} s for "
             f"{phase.runs * STEPS_PER_RUN} steps, starts took {phase.start_seconds:.1f} s; "
             f"process CPU {phase.cpu_seconds:.1f} s, dev server CPU {phase.server_cpu_seconds:.1f} s, "
             f"RSS {phase.rss_mib:.0f} MiB)"
         )
+    print(f"ours over typed: {ours_phase.steps_per_second / typed_phase.steps_per_second:.2f}")
     print(f"ratio: {ours_phase.steps_per_second / bare_phase.steps_per_second:.2f}")
 
 

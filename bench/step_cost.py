@@ -51,7 +51,7 @@ async def main(turns: int, repeat: int) -> None:
                 "ours": await run_ours(stalwart, agent, "echo until done"),
                 "bare": await run_bare(stalwart, BareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
-                "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns),
+                "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
             }
             if measured:
                 for name, run in round_of_runs.items():
