@@ -173,23 +173,17 @@ async def main(runs: int, latency: float) -> None:
             handle = await stalwart.start(agent, "echo twice", run_id=f"ours-{tag}-{n}")
             return handle.result()
 
-        async def start_typed(n: int) -> Awaitable[Any]:
-            handle = await client.start_workflow(
-                baselines.TypedStepsWorkflow.run,
-                args=[TOOL_TURNS, latency],
-                id=f"typed-{tag}-{n}",
-                task_queue=BARE_QUEUE,
-            )
-            return handle.result()
+        def starting(workflow: Callable[..., Awaitable[int]], name: str) -> Callable[[int], Awaitable[Awaitable[Any]]]:
+            async def start(n: int) -> Awaitable[Any]:
+                handle = await client.start_workflow(
+                    workflow, args=[TOOL_TURNS, latency], id=f"{name}-{tag}-{n}", task_queue=BARE_QUEUE
+                )
+                return handle.result()
 
-        async def start_bare(n: int) -> Awaitable[Any]:
-            handle = await client.start_workflow(
-                baselines.BareLatencyStepsWorkflow.run,
-                args=[TOOL_TURNS, latency],
-                id=f"bare-{tag}-{n}",
-                task_queue=BARE_QUEUE,
-            )
-            return handle.result()
+            return start
+
+        start_bare = starting(baselines.BareLatencyStepsWorkflow.run, "bare")
+        start_typed = starting(baselines.TypedStepsWorkflow.run, "typed")
 
         assert server.process is not None
         pid = server.process.pid
