@@ -109,6 +109,30 @@ class TypedStepsWorkflow:
         return turns
 
 
+@workflow.defn(name="BareSession")
+class BareSessionWorkflow:
+    """A session's shape with nothing in it: each message, taken by update, is a model, a tool and a model
+    no-op (one tool-calling turn), and the update returns when they are done; `close` ends it."""
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    @workflow.update
+    async def send(self, message: str) -> str:
+        for _ in range(3):
+            await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        return message
+
+    @workflow.update
+    def close(self) -> str:
+        self._closed = True
+        return "closed"
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
+
+
 @activity.defn(name="bench_slow_model")
 async def slow_model(latency: float) -> None:
     """A model call that takes `latency` seconds and answers nothing: what a provider's latency costs a worker."""
@@ -190,5 +214,11 @@ class CarriedConversationWorkflow:
             messages.append(Message(role="tool", tool_results=[result]))
 
 
-WORKFLOWS = [BareStepsWorkflow, TypedStepsWorkflow, BareLatencyStepsWorkflow, CarriedConversationWorkflow]
+WORKFLOWS = [
+    BareStepsWorkflow,
+    TypedStepsWorkflow,
+    BareSessionWorkflow,
+    BareLatencyStepsWorkflow,
+    CarriedConversationWorkflow,
+]
 ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, typed_step, slow_model, carried_model, blob_activity]

@@ -19,9 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from bench.baselines import BareStepsWorkflow, TypedStepsWorkflow
-from bench.harness import Run, bench_server, run_bare, run_ours
+from bench.baselines import BareSessionWorkflow, BareStepsWorkflow, TypedStepsWorkflow
+from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
+from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 
@@ -38,13 +43,56 @@ def echo_agent(turns: int) -> AgentSpec:
     )
 
 
+def session_agent(turns: int) -> AgentSpec:
+    """A session whose every turn is one tool-calling step: `echo`, then the answer."""
+    replies: list[ScriptedReply] = []
+    for n in range(turns):
+        call = ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})
+        replies += [ScriptedReply(tool_calls=[call]), ScriptedReply(text=f"done {n}")]
+    return AgentSpec(name="bench-session", tools=["echo"], budgets=Budgets(max_steps=2 * turns), scripted=replies)
+
+
+async def timed_turns(send: Callable[[int], Awaitable[Any]], turns: int) -> list[float]:
+    """Seconds of each turn after the first (which also pays for the session's start)."""
+    seconds = []
+    for n in range(turns):
+        started = time.perf_counter()
+        await send(n)
+        seconds.append(time.perf_counter() - started)
+    return seconds[1:]
+
+
+async def our_session(stalwart: StalwartClient, agent: AgentSpec, turns: int) -> list[float]:
+    session = await stalwart.start_session(agent)
+
+    async def send(n: int) -> None:
+        result = await session.send(f"echo {n}")
+        if result.stop_reason != "done":
+            raise RuntimeError(f"the benchmark session's turn {n} stopped with {result.stop_reason}: {result.error}")
+
+    seconds = await timed_turns(send, turns)
+    await session.close()
+    return seconds
+
+
+async def bare_session(stalwart: StalwartClient, turns: int) -> list[float]:
+    session = await stalwart.temporal.start_workflow(
+        BareSessionWorkflow.run, id=f"bare-session-{uuid.uuid4().hex[:12]}", task_queue=BARE_QUEUE
+    )
+    seconds = await timed_turns(lambda n: session.execute_update(BareSessionWorkflow.send, f"echo {n}"), turns)
+    await session.execute_update(BareSessionWorkflow.close)
+    await session.result()
+    return seconds
+
+
 def per_step_ms(runs: list[Run], turns: int) -> float:
     return statistics.median(r.seconds for r in runs) * 1000 / turns
 
 
 async def main(turns: int, repeat: int) -> None:
-    agent = echo_agent(turns)
+    agent, in_session = echo_agent(turns), session_agent(turns)
     results: dict[str, list[Run]] = {"ours": [], "bare": [], "bare+query": [], "typed": []}
+    session_turns: dict[str, list[float]] = {"ours": [], "bare": []}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
@@ -53,9 +101,15 @@ async def main(turns: int, repeat: int) -> None:
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
                 "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
             }
+            round_of_sessions = {
+                "ours": await our_session(stalwart, in_session, turns),
+                "bare": await bare_session(stalwart, turns),
+            }
             if measured:
                 for name, run in round_of_runs.items():
                     results[name].append(run)
+                for name, seconds in round_of_sessions.items():
+                    session_turns[name] += seconds
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
         run_ms = ", ".join(f"{r.seconds * 1000:.0f}" for r in runs)
@@ -63,6 +117,12 @@ async def main(turns: int, repeat: int) -> None:
             f"{name:>10}: {per_step_ms(runs, turns):5.1f} ms per step  (runs: {run_ms} ms)  "
             f"history: {runs[0].events} events, {runs[0].history_bytes} bytes, {runs[0].activities} activities"
         )
+    turn_ms = {name: statistics.median(seconds) * 1000 for name, seconds in session_turns.items()}
+    print(
+        f"session turns (a message, then one tool-calling step: model, tool, model), median of {turns - 1} turns "
+        f"per session x {repeat}: ours {turn_ms['ours']:.1f} ms, bare {turn_ms['bare']:.1f} ms; "
+        f"session turn ratio: {turn_ms['ours'] / turn_ms['bare']:.2f}"
+    )
     print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
