@@ -83,3 +83,37 @@ async def test_a_run_started_without_search_attributes_publishes_them_itself(dev
     assert described.get(names.AGENT_STATUS) == "done"
     assert described.get(names.AGENT_STEPS) == TOOL_TURNS + 1
     assert described.get(names.AGENT_AWAITING_APPROVAL) is False
+
+
+async def test_a_session_is_listed_running_from_the_message_that_starts_its_turn(dev_env, task_queue):
+    """The status goes out in the workflow task that accepts the message, before the turn's model call is
+    scheduled: a session waiting on a slow model is not listed as `waiting` for a message."""
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    agent = AgentSpec(name="chatty", scripted=[ScriptedReply(text="one"), ScriptedReply(text="two")])
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await client.start_session(agent)
+        assert (await session.send("first")).answer == "one"
+        assert (await session.send("second")).answer == "two"
+        await session.close()
+    events = list((await dev_env.client.get_workflow_handle(session.run_id).fetch_history()).events)
+
+    turns = 0
+    for index, event in enumerate(events):
+        accepted = event.workflow_execution_update_accepted_event_attributes
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            continue
+        if accepted.accepted_request.input.name != "send":
+            continue
+        turns += 1
+        statuses = []
+        for later in events[index + 1 :]:
+            scheduled = later.activity_task_scheduled_event_attributes
+            if later.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED and (
+                scheduled.activity_type.name == names.MODEL_ACTIVITY
+            ):
+                break
+            fields = later.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+            if "AgentStatus" in fields:
+                statuses.append(json.loads(fields["AgentStatus"].data))
+        assert statuses[-1:] == ["running"], f"turn {turns}: statuses before its model call: {statuses}"
+    assert turns == 2

@@ -411,6 +411,10 @@ class AgentWorkflow:
     async def _turn_within_budget(self, turn: TurnInProgress) -> StopReason:
         self._turn = turn
         self._status = "running"
+        if self._input.session and workflow.patched("session-running-at-turn-start"):
+            # Visible from the message on, not only once the turn's first model call is back: until then a
+            # session busy answering was listed as `waiting`. Runs recorded before published it after that call.
+            self._publish()
         self._answer = None
         self._error = None
         self._budget = Budget(
