@@ -42,6 +42,7 @@ CAPABILITIES_RECORDED = {
     "fenced_actions",
     "long_run_continued_as_new",
     "session_continued_as_new",
+    "session_turns",
 }
 
 
