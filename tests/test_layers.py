@@ -43,8 +43,8 @@ IO_BUILTINS = {"open", "input", "print", "exec", "eval", "breakpoint"}
 
 
 def test_workflow_code_calls_no_clock_randomness_or_io():
-    """The worker shares the workflow modules across runs (workers/plugin.py SHARED_MODULES), so the sandbox does
-    not watch their calls: this does. Use `workflow.now()`, `workflow.random()`, `workflow.uuid4()` and
+    """`AgentWorkflow` runs outside the SDK's sandbox (workflows/agent.py says why), so nothing watches its calls
+    at run time: this does. Use `workflow.now()`, `workflow.random()`, `workflow.uuid4()` and
     `workflow.logger`; anything else that touches the world belongs in an activity."""
     paths = sorted((REPO / "workflows").rglob("*.py"))
     found = []

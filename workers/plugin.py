@@ -212,13 +212,14 @@ class StalwartPlugin(SimplePlugin):
 
 
 def _share_deterministic_modules(runner: WorkflowRunner | None) -> WorkflowRunner:
-    """Import the contracts and the workflow code once per worker instead of once per workflow run.
+    """Import the contracts and the workflow code once per worker instead of once per sandboxed workflow run.
 
-    The sandbox re-imports every module a workflow imports for each new run and keeps that copy
-    while the run is cached: most of a short run's CPU, and most of an idle session's memory
-    (measured by bench/concurrency.py and bench/session_growth.py). These modules hold no state
-    and make no non-deterministic call (tests/test_layers.py checks the calls, since the sandbox
-    no longer sees them), so all runs can share one copy.
+    `AgentWorkflow` runs outside the sandbox (see its definition); this is for the sandboxed
+    workflows beside it, a user's own, that import our contracts (to start an agent as a child,
+    say). The sandbox re-imports every module a workflow imports for each new run and keeps that
+    copy while the run is cached. These modules hold no state and make no non-deterministic call
+    (tests/test_layers.py checks the calls, since the sandbox does not see them), so all runs can
+    share one copy.
     """
     if runner is None:
         runner = SandboxedWorkflowRunner()

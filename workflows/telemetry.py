@@ -6,7 +6,7 @@ run (a child workflow) and an A2A delegation nest under the call that made them.
 `chat {model}` spans are made by the model activity. Seed 004 names the model span `execute`; Stalwart names
 it `chat {model}`, as the GenAI conventions do.
 
-Workflow code imports nothing but the SDK, so the worker lends it a span factory through the sandbox's extern
+Workflow code imports nothing but the SDK, so the worker lends it a span factory through the SDK's extern
 functions (`stalwart.workers.telemetry`), which starts spans on the replay-safe tracer provider of
 `temporalio.contrib.opentelemetry`: on replay a span keeps its ids and is not exported again. Without tracing
 the factory is absent and `span` is a no-op.
