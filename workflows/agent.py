@@ -95,13 +95,13 @@ class _ContinueAsNew(Exception):
     """History is long: continue as new at this safe point, carrying the turn in progress."""
 
 
-# Outside the SDK's sandbox. The sandbox re-imports a workflow's modules per run and watches their calls, but the
-# worker already shares these modules across runs (workers/plugin.py SHARED_MODULES), so it watched nothing of
-# ours; what it still cost was running each activation through it, and an `exec` inside it for every payload of
-# every workflow task (the SDK looks up each payload's serialization context there): a sixth of a step's time
-# (bench/step_cost.py). tests/test_layers.py
-# checks instead that workflow code imports only the contracts and the SDK and calls no clock, randomness or I/O.
-# A user's own workflows on the same worker stay sandboxed.
+# Outside the SDK's sandbox. The sandbox re-imports a workflow's modules per run and watches their calls, but
+# the worker already shares these modules across runs (workers/plugin.py SHARED_MODULES), so it watched nothing
+# of ours but a few builtins such as `open`. What it still cost was running each activation through it, and an
+# `exec` inside it for every payload of every workflow task (the SDK looks up each payload's serialization
+# context there): a sixth of a step's time (bench/step_cost.py). tests/test_layers.py checks instead that
+# workflow code imports only the contracts and the SDK and calls no clock, randomness or I/O. A user's own
+# workflows on the same worker stay sandboxed.
 @workflow.defn(name=names.WORKFLOW_TYPE, sandboxed=False)
 class AgentWorkflow:
     """One run of one agent: a goal, or (with `session`) a conversation of many messages."""
