@@ -120,11 +120,9 @@ class ModelActivities:
             publisher = AnswerPublisher(request.step, activity.heartbeat, hold=protocols.may_act(provider, context))
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
-            if turn.tool_calls or turn.wants_final_answer or turn.feedback is not None:
-                publisher.tool_call()
-            else:
-                publisher.release()
-            publisher.flush_if_shown_differs()
+            # Nothing is published once the turn is over: its text goes back with this activity's result, which
+            # `stream()` reads from the step log a poll later. A heartbeat now would cost the server a write for
+            # text the completion carries anyway (a held answer used to be sent this way: one write per turn).
             turn = turn.model_copy(
                 update={
                     "usage": pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),
@@ -184,7 +182,6 @@ class ModelActivities:
         publisher = AnswerPublisher(request.step, activity.heartbeat, hold=True)  # a summary is never an answer
         async with keepalive(publisher):
             turn = await as_streaming(providers.resolve(agent, self.clients)).complete(context, publisher)
-        publisher.tool_call()
         return AssistantTurn(
             text=turn.text,
             usage=pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),

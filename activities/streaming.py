@@ -48,10 +48,11 @@ class TurnObserver(Protocol):
 class AnswerPublisher:
     """Publishes the text of a turn that is known to be the final answer, as it is generated.
 
-    A turn that may still call tools (`hold`) is buffered whole, as Prompty §9.3 buffers tool-calling
-    iterations: its text is published only once the turn has ended without calling one (`release`),
-    so text from an iteration that goes on to call tools never reaches a client. A turn that cannot call
-    tools (tools off: seed 000's phase 2, the finalize call, an agent without tools) streams at once.
+    A turn that may still call tools (`hold`) publishes none of its text, as Prompty §9.3 buffers tool-calling
+    iterations: text from an iteration that goes on to call tools never reaches a client, and the text of one
+    that ends without calling a tool reaches it with the activity's result (the step log `stream()` reads).
+    A turn that cannot call tools (tools off: seed 000's phase 2, the finalize call, an agent without tools)
+    streams as it arrives.
     """
 
     def __init__(self, step: int, publish: Callable[[StreamProgress], None], *, hold: bool = False) -> None:
@@ -60,38 +61,34 @@ class AnswerPublisher:
         self._published_at = 0.0
         self._shown = ""
         self._hold = hold
-        self._held = ""
 
     def text(self, delta: str) -> None:
         if self._progress.retracted or not delta:
             return
         if self._hold:
-            self._held += delta
-            self.chunk()  # keeps the activity alive; publishes nothing new
-            return
+            return  # nothing of a held turn is published
         self._progress = self._progress.model_copy(update={"text": self._progress.text + delta})
         self.chunk()
 
     def tool_call(self) -> None:
         if self._progress.retracted:
             return
-        if self._hold:  # nothing of this turn was published: drop it without a retraction
-            self._held = ""
+        if self._hold:  # nothing of this turn was published: nothing to retract
             self._progress = self._progress.model_copy(update={"retracted": True})
             return
         self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
         self.flush_if_shown_differs()
 
-    def release(self) -> None:
-        """The turn ended without calling a tool: what was held is the answer, published now."""
-        if not self._hold:
-            return
-        held, self._hold, self._held = self._held, False, ""
-        self.text(held)
-
     def chunk(self) -> None:
-        """Publish, at most every PUBLISH_EVERY_SECONDS (the keepalive sends the latest in between)."""
-        if time.monotonic() - self._published_at >= PUBLISH_EVERY_SECONDS:
+        """Publish text no client has seen: the first words at once, then at most every PUBLISH_EVERY_SECONDS.
+
+        Only new text is worth a heartbeat here; keeping the activity alive while nothing new arrives is the
+        keepalive's job. (A heartbeat for the stream's first, empty event used to spend the SDK's first
+        unthrottled heartbeat, so the first words waited out the throttle.)
+        """
+        if self._progress.text == self._shown:
+            return
+        if not self._shown or time.monotonic() - self._published_at >= PUBLISH_EVERY_SECONDS:
             self.flush()
 
     def flush(self) -> None:

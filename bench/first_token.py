@@ -12,9 +12,10 @@ the same answer word by word (`--pause` seconds between events):
   fresh in-memory dev server), followed with `RunHandle.stream()`; the
   latency is from the server writing its first event to `stream()`
   yielding the first `AnswerDelta`. The path is: the model activity reads
-  the token, publishes it as heartbeat details (throttled to 100 ms), the
-  server keeps them, and `stream()` polls the run's description (default
-  every 100 ms).
+  the token and publishes it at once as heartbeat details (later text at
+  most every 50 ms, which the SDK throttles to 100 ms), the server keeps
+  them, and `stream()` polls the run's description (default every 100 ms),
+  so most of the difference is the wait for the next poll.
 
 It prints the median and the 95th percentile of both latencies and of their
 difference (ours minus bare, sample by sample).

@@ -1,0 +1,55 @@
+"""What the model activity publishes of a turn as heartbeats: new answer text, first words at once, nothing else."""
+
+from __future__ import annotations
+
+from stalwart.activities.streaming import PUBLISH_EVERY_SECONDS, AnswerPublisher
+from stalwart.contracts.stream import StreamProgress
+
+
+def publisher(*, hold: bool = False) -> tuple[AnswerPublisher, list[StreamProgress]]:
+    published: list[StreamProgress] = []
+    return AnswerPublisher(3, published.append, hold=hold), published
+
+
+def test_the_first_words_are_published_at_once_even_right_after_an_empty_event():
+    """The stream's first event (a role, no text) used to take the SDK's one unthrottled heartbeat, so the first
+    words waited out the throttle (bench/first_token.py: +220 ms at the median)."""
+    answer, published = publisher()
+    answer.chunk()  # the role event: nothing to show
+    answer.text("Hello")
+    assert [p.text for p in published] == ["Hello"]
+
+
+def test_events_without_new_text_publish_nothing():
+    answer, published = publisher()
+    answer.text("Hello")
+    answer.chunk()
+    answer.chunk()
+    assert [p.text for p in published] == ["Hello"]
+
+
+def test_later_words_wait_for_the_publish_interval_and_go_out_together():
+    answer, published = publisher()
+    answer.text("Hello")
+    answer.text(" there")  # within PUBLISH_EVERY_SECONDS of the first
+    assert [p.text for p in published] == ["Hello"]
+    answer._published_at -= PUBLISH_EVERY_SECONDS  # the interval has passed
+    answer.text(", world")
+    assert [p.text for p in published] == ["Hello", "Hello there, world"]
+
+
+def test_a_turn_that_may_call_tools_publishes_none_of_its_text():
+    """Its text reaches a client with the activity's result if it turns out to be the answer (Prompty §9.3)."""
+    answer, published = publisher(hold=True)
+    answer.chunk()
+    answer.text("Let me check")
+    answer.text(" the calculator.")
+    answer.tool_call()
+    assert published == []
+
+
+def test_text_shown_before_a_tool_call_is_retracted_at_once():
+    answer, published = publisher()
+    answer.text("The answer is")
+    answer.tool_call()
+    assert [(p.text, p.retracted) for p in published] == [("The answer is", False), ("", True)]
