@@ -136,6 +136,8 @@ def model_window(messages: list[Message], agent: AgentSpec, ref: TranscriptRef |
 
 
 def _cut(message: Message, limit: int) -> Message:
+    if not message.tool_results:  # most messages: no copy to make
+        return message
     cut = [r.cut_to(limit) for r in message.tool_results]
     if all(c is r for c, r in zip(cut, message.tool_results, strict=True)):
         return message
