@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import uuid
 from collections.abc import Mapping
@@ -101,7 +102,13 @@ class LocalObjectClient(S3StorageDriverClient):
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that no reader ever sees a partial file, even after a crash."""
+    """Write `data` to `path` so that no reader ever sees a partial file, and the object outlives a crash of the
+    machine once this returns.
+
+    The file is synced before it is renamed into place (a reader sees the whole object or none), and its folder
+    after: until then the rename itself may not be on disk, and a power loss could take an object whose put had
+    returned, such as the conversation segment the next model call of a run must read.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -114,6 +121,18 @@ def _write_atomically(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.ENOTSUP):  # a file system that cannot sync a folder
+            raise
+    finally:
+        os.close(descriptor)
 
 
 class PrefixedObjectClient(S3StorageDriverClient):

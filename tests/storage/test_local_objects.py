@@ -55,6 +55,29 @@ async def test_local_client_writes_atomically_leaving_no_partial_or_temporary_fi
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["obj"]
 
 
+async def test_local_client_syncs_the_file_before_its_rename_and_the_folder_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Without the folder's sync the rename may not be on disk yet: a power loss could take an object whose put
+    had returned (a conversation segment the run's next model call must read)."""
+    done: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor: int) -> None:
+        target = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
+        done.append("sync folder" if target.is_dir() else "sync file")
+        real_fsync(descriptor)
+
+    def replace(src: str, dst: str) -> None:
+        done.append("rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    await LocalObjectClient(tmp_path).put_object(bucket="b", key="chain/00000001.json", data=b"[]")
+    assert done == ["sync file", "rename", "sync folder"]
+
+
 @pytest.mark.parametrize(
     ("bucket", "key"),
     [
