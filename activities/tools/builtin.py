@@ -84,7 +84,7 @@ def calculator(expression: str) -> float | int:
 
 
 @tool
-def echo(text: str) -> str:
+async def echo(text: str) -> str:  # async: nothing here blocks, so it need not wait for a thread
     """Return the text unchanged; useful to check that tool calling works.
 
     Args:
