@@ -61,6 +61,16 @@ class BareStepsWorkflow:
         return turns
 
 
+@workflow.defn(name="BareStepsUnsandboxed", sandboxed=False)
+class UnsandboxedBareStepsWorkflow(BareStepsWorkflow):
+    """`BareStepsWorkflow` outside the SDK's sandbox, as `AgentWorkflow` runs: ours over this is the cost of our
+    own code alone, with what leaving the sandbox saves taken out of the comparison."""
+
+    @workflow.run
+    async def run(self, turns: int, query: bool) -> int:
+        return await super().run(turns, query)
+
+
 class StepInput(BaseModel):
     """The smallest typed input a real activity has: which step, what it stands for, and how long it takes."""
 
@@ -216,6 +226,7 @@ class CarriedConversationWorkflow:
 
 WORKFLOWS = [
     BareStepsWorkflow,
+    UnsandboxedBareStepsWorkflow,
     TypedStepsWorkflow,
     BareSessionWorkflow,
     BareLatencyStepsWorkflow,

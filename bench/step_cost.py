@@ -8,8 +8,11 @@ workflow schedules the same activities as no-ops and nothing else;
 "bare+query" also makes each model no-op query its workflow, which is what
 our model activity used to do; "typed" gives every no-op one pydantic input and
 output and a summary, as every activity of ours has, so "ours over typed" is
-what our own code adds beyond what the SDK charges any such activity. All run one at a time, interleaved, on one
-fresh in-memory dev server; the first run of each is a warm-up. A step is one turn.
+what our own code adds beyond what the SDK charges any such activity. The baselines run in the SDK's sandbox,
+its default, and `AgentWorkflow` does not (workflows/agent.py says why); "unsandboxed" is the bare workflow
+outside it too, so "ours over bare outside the sandbox" leaves what the sandbox costs out of the comparison.
+All run one at a time, interleaved, on one fresh in-memory dev server; the first run of each is a warm-up. A
+step is one turn.
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
 """
@@ -24,7 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.baselines import BareSessionWorkflow, BareStepsWorkflow, TypedStepsWorkflow
+from bench.baselines import BareSessionWorkflow, BareStepsWorkflow, TypedStepsWorkflow, UnsandboxedBareStepsWorkflow
 from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
 from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
@@ -91,13 +94,14 @@ def per_step_ms(runs: list[Run], turns: int) -> float:
 
 async def main(turns: int, repeat: int) -> None:
     agent, in_session = echo_agent(turns), session_agent(turns)
-    results: dict[str, list[Run]] = {"ours": [], "bare": [], "bare+query": [], "typed": []}
+    results: dict[str, list[Run]] = {"ours": [], "bare": [], "unsandboxed": [], "bare+query": [], "typed": []}
     session_turns: dict[str, list[float]] = {"ours": [], "bare": []}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
                 "ours": await run_ours(stalwart, agent, "echo until done"),
                 "bare": await run_bare(stalwart, BareStepsWorkflow.run, turns, False),
+                "unsandboxed": await run_bare(stalwart, UnsandboxedBareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
                 "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
             }
@@ -124,6 +128,8 @@ async def main(turns: int, repeat: int) -> None:
         f"session turn ratio: {turn_ms['ours'] / turn_ms['bare']:.2f}"
     )
     print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
+    unsandboxed = per_step_ms(results["ours"], turns) / per_step_ms(results["unsandboxed"], turns)
+    print(f"ours over bare outside the sandbox (as AgentWorkflow runs): {unsandboxed:.2f}")
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
 
