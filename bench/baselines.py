@@ -121,15 +121,18 @@ class TypedStepsWorkflow:
 
 @workflow.defn(name="BareSession")
 class BareSessionWorkflow:
-    """A session's shape with nothing in it: each message, taken by update, is a model, a tool and a model
-    no-op (one tool-calling turn), and the update returns when they are done; `close` ends it."""
+    """A session's shape with nothing in it: each message, taken by update, is `calls` pairs of a model and a
+    tool no-op, then a last model no-op (a turn of `calls` tool calls), and the update returns when they are
+    done; `close` ends it."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, calls: int = 1) -> None:
         self._closed = False
+        self._calls = calls
 
     @workflow.update
     async def send(self, message: str) -> str:
-        for _ in range(3):
+        for _ in range(2 * self._calls + 1):
             await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
         return message
 
@@ -139,7 +142,7 @@ class BareSessionWorkflow:
         return "closed"
 
     @workflow.run
-    async def run(self) -> None:
+    async def run(self, calls: int = 1) -> None:
         await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
 
 

@@ -46,13 +46,17 @@ def echo_agent(turns: int) -> AgentSpec:
     )
 
 
-def session_agent(turns: int) -> AgentSpec:
-    """A session whose every turn is one tool-calling step: `echo`, then the answer."""
+def session_agent(turns: int, calls: int = 1) -> AgentSpec:
+    """A session whose every turn is `calls` tool-calling steps (`echo`), then the answer."""
     replies: list[ScriptedReply] = []
     for n in range(turns):
-        call = ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})
-        replies += [ScriptedReply(tool_calls=[call]), ScriptedReply(text=f"done {n}")]
-    return AgentSpec(name="bench-session", tools=["echo"], budgets=Budgets(max_steps=2 * turns), scripted=replies)
+        for c in range(calls):
+            call = ScriptedToolCall(name="echo", arguments={"text": f"ping {n}.{c}"})
+            replies.append(ScriptedReply(tool_calls=[call]))
+        replies.append(ScriptedReply(text=f"done {n}"))
+    return AgentSpec(
+        name="bench-session", tools=["echo"], budgets=Budgets(max_steps=(calls + 1) * turns), scripted=replies
+    )
 
 
 async def timed_turns(send: Callable[[int], Awaitable[Any]], turns: int) -> list[float]:
@@ -78,9 +82,9 @@ async def our_session(stalwart: StalwartClient, agent: AgentSpec, turns: int) ->
     return seconds
 
 
-async def bare_session(stalwart: StalwartClient, turns: int) -> list[float]:
+async def bare_session(stalwart: StalwartClient, turns: int, calls: int = 1) -> list[float]:
     session = await stalwart.temporal.start_workflow(
-        BareSessionWorkflow.run, id=f"bare-session-{uuid.uuid4().hex[:12]}", task_queue=BARE_QUEUE
+        BareSessionWorkflow.run, calls, id=f"bare-session-{uuid.uuid4().hex[:12]}", task_queue=BARE_QUEUE
     )
     seconds = await timed_turns(lambda n: session.execute_update(BareSessionWorkflow.send, f"echo {n}"), turns)
     await session.execute_update(BareSessionWorkflow.close)
@@ -92,10 +96,17 @@ def per_step_ms(runs: list[Run], turns: int) -> float:
     return statistics.median(r.seconds for r in runs) * 1000 / turns
 
 
+LONG_TURN_CALLS = 5
+"""Tool calls in each turn of the second kind of session: with one-call turns, this separates what each step of a
+session costs from what each turn (the message's update, the status it publishes, its result) costs."""
+
+
 async def main(turns: int, repeat: int) -> None:
-    agent, in_session = echo_agent(turns), session_agent(turns)
+    agent = echo_agent(turns)
+    long_turns = max(turns // 4, 3)
+    sessions = {1: (turns, session_agent(turns)), LONG_TURN_CALLS: (long_turns, session_agent(long_turns, 5))}
     results: dict[str, list[Run]] = {"ours": [], "bare": [], "unsandboxed": [], "bare+query": [], "typed": []}
-    session_turns: dict[str, list[float]] = {"ours": [], "bare": []}
+    session_turns: dict[tuple[str, int], list[float]] = {(s, c): [] for s in ("ours", "bare") for c in sessions}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
@@ -105,15 +116,15 @@ async def main(turns: int, repeat: int) -> None:
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
                 "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
             }
-            round_of_sessions = {
-                "ours": await our_session(stalwart, in_session, turns),
-                "bare": await bare_session(stalwart, turns),
-            }
+            round_of_sessions = {}
+            for calls, (count, session) in sessions.items():
+                round_of_sessions["ours", calls] = await our_session(stalwart, session, count)
+                round_of_sessions["bare", calls] = await bare_session(stalwart, count, calls)
             if measured:
                 for name, run in round_of_runs.items():
                     results[name].append(run)
-                for name, seconds in round_of_sessions.items():
-                    session_turns[name] += seconds
+                for key, seconds in round_of_sessions.items():
+                    session_turns[key] += seconds
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
         run_ms = ", ".join(f"{r.seconds * 1000:.0f}" for r in runs)
@@ -121,11 +132,27 @@ async def main(turns: int, repeat: int) -> None:
             f"{name:>10}: {per_step_ms(runs, turns):5.1f} ms per step  (runs: {run_ms} ms)  "
             f"history: {runs[0].events} events, {runs[0].history_bytes} bytes, {runs[0].activities} activities"
         )
-    turn_ms = {name: statistics.median(seconds) * 1000 for name, seconds in session_turns.items()}
+    turn_ms = {key: statistics.median(seconds) * 1000 for key, seconds in session_turns.items()}
     print(
-        f"session turns (a message, then one tool-calling step: model, tool, model), median of {turns - 1} turns "
-        f"per session x {repeat}: ours {turn_ms['ours']:.1f} ms, bare {turn_ms['bare']:.1f} ms; "
-        f"session turn ratio: {turn_ms['ours'] / turn_ms['bare']:.2f}"
+        f"session turns (a message, then tool-calling steps: model, tool, ..., model), median of every turn but "
+        f"each session's first, {repeat} sessions of each:"
+    )
+    print(
+        f"  {LONG_TURN_CALLS} tool calls a turn: ours {turn_ms['ours', LONG_TURN_CALLS]:.1f} ms, "
+        f"bare {turn_ms['bare', LONG_TURN_CALLS]:.1f} ms; ratio "
+        f"{turn_ms['ours', LONG_TURN_CALLS] / turn_ms['bare', LONG_TURN_CALLS]:.2f}"
+    )
+    step = {
+        side: (turn_ms[side, LONG_TURN_CALLS] - turn_ms[side, 1]) / (LONG_TURN_CALLS - 1) for side in ("ours", "bare")
+    }
+    print(
+        f"  a step in a session (each tool call a turn adds): ours {step['ours']:.1f} ms, bare {step['bare']:.1f} ms; "
+        f"ratio {step['ours'] / step['bare']:.2f}; the turn itself (the rest of a one-call turn): "
+        f"ours {turn_ms['ours', 1] - step['ours']:.1f} ms, bare {turn_ms['bare', 1] - step['bare']:.1f} ms"
+    )
+    print(
+        f"  1 tool call a turn: ours {turn_ms['ours', 1]:.1f} ms, bare {turn_ms['bare', 1]:.1f} ms; "
+        f"session turn ratio: {turn_ms['ours', 1] / turn_ms['bare', 1]:.2f}"
     )
     print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
     unsandboxed = per_step_ms(results["ours"], turns) / per_step_ms(results["unsandboxed"], turns)
