@@ -10,9 +10,10 @@ liveness signal the heartbeat timeout needs. The SDK throttles heartbeats;
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Protocol
 
@@ -22,7 +23,10 @@ from stalwart.contracts.stream import StreamProgress
 HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
 """Pass as the worker's `max_heartbeat_throttle_interval`: how often live text reaches the server."""
 
-KEEPALIVE_SECONDS = 0.25
+KEEPALIVE_SECONDS = 1.0
+"""How often a model call heartbeats while nothing new arrives: how soon it hears of its cancellation (a budget
+or a user's cancel), and far within the heartbeat timeout. Each heartbeat is a write on the server (and a billed
+action on Temporal Cloud), so a model that thinks for a minute before its first token costs 60 of them, not 240."""
 PUBLISH_EVERY_SECONDS = 0.05
 
 
@@ -61,6 +65,7 @@ class AnswerPublisher:
         self._published_at = 0.0
         self._shown = ""
         self._hold = hold
+        self._later: asyncio.TimerHandle | None = None
 
     def text(self, delta: str) -> None:
         if self._progress.retracted or not delta:
@@ -88,20 +93,37 @@ class AnswerPublisher:
         """
         if self._progress.text == self._shown:
             return
-        if not self._shown or time.monotonic() - self._published_at >= PUBLISH_EVERY_SECONDS:
+        wait = PUBLISH_EVERY_SECONDS - (time.monotonic() - self._published_at)
+        if not self._shown or wait <= 0:
             self.flush()
+        elif self._later is None:  # text that arrived too soon goes out when the interval ends, pause or not
+            self._later = asyncio.get_running_loop().call_later(wait, self.flush_if_shown_differs)
 
     def flush(self) -> None:
+        self.close()
         self._published_at = time.monotonic()
         self._shown = self._progress.text
         self._publish(self._progress)
 
     def flush_if_shown_differs(self) -> None:
         """Publish only what a client would see change: a turn that never showed text needs no heartbeat to say so."""
+        self._later = None
         if self._progress.text != self._shown:
             self.flush()
 
+    def close(self) -> None:
+        """Publish nothing more: the turn is over, and its result carries its text."""
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
 
-def keepalive(publisher: AnswerPublisher) -> AbstractAsyncContextManager[None]:
-    """Heartbeat while waiting on the model, so only a dead worker, not a slow model, trips the heartbeat timeout."""
-    return heartbeating(KEEPALIVE_SECONDS, publisher.flush)
+
+@asynccontextmanager
+async def keepalive(publisher: AnswerPublisher) -> AsyncIterator[None]:
+    """Heartbeat while waiting on the model, so only a dead worker, not a slow model, trips the heartbeat timeout;
+    when the block ends, so does all publishing."""
+    try:
+        async with heartbeating(KEEPALIVE_SECONDS, publisher.flush):
+            yield
+    finally:
+        publisher.close()

@@ -13,8 +13,9 @@ from temporalio.common import RetryPolicy
 MODEL_START_TO_CLOSE = timedelta(minutes=5)
 MODEL_SCHEDULE_TO_CLOSE = timedelta(minutes=30)
 MODEL_HEARTBEAT = timedelta(seconds=30)
-"""The activity heartbeats every 0.25 s; a dead worker shows within 30 s, and a server outage shorter than that
-does not make the server give up on a call whose worker could not heartbeat meanwhile (it would run again)."""
+"""The activity heartbeats every second while it waits (more often while text streams); a dead worker shows
+within 30 s, and a server outage shorter than that does not make the server give up on a call whose worker could
+not heartbeat meanwhile (it would run again)."""
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from stalwart.activities.streaming import PUBLISH_EVERY_SECONDS, AnswerPublisher
 from stalwart.contracts.stream import StreamProgress
 
@@ -28,7 +30,7 @@ def test_events_without_new_text_publish_nothing():
     assert [p.text for p in published] == ["Hello"]
 
 
-def test_later_words_wait_for_the_publish_interval_and_go_out_together():
+async def test_later_words_wait_for_the_publish_interval_and_go_out_together():
     answer, published = publisher()
     answer.text("Hello")
     answer.text(" there")  # within PUBLISH_EVERY_SECONDS of the first
@@ -36,6 +38,25 @@ def test_later_words_wait_for_the_publish_interval_and_go_out_together():
     answer._published_at -= PUBLISH_EVERY_SECONDS  # the interval has passed
     answer.text(", world")
     assert [p.text for p in published] == ["Hello", "Hello there, world"]
+    answer.close()
+
+
+async def test_words_held_by_the_interval_go_out_when_it_ends_even_if_the_model_then_pauses():
+    """Not at the next keepalive (a second later): a model that pauses to think still shows what it wrote."""
+    answer, published = publisher()
+    answer.text("Hello")
+    answer.text(" there")
+    await asyncio.sleep(PUBLISH_EVERY_SECONDS * 3)
+    assert [p.text for p in published] == ["Hello", "Hello there"]
+
+
+async def test_nothing_is_published_once_the_turn_is_over():
+    answer, published = publisher()
+    answer.text("Hello")
+    answer.text(" there")
+    answer.close()  # the activity is returning: its result carries the text
+    await asyncio.sleep(PUBLISH_EVERY_SECONDS * 3)
+    assert [p.text for p in published] == ["Hello"]
 
 
 def test_a_turn_that_may_call_tools_publishes_none_of_its_text():
