@@ -121,8 +121,8 @@ class ModelActivities:
             async with keepalive(publisher):
                 turn: AssistantTurn = await provider.complete(context, publisher)
             # Nothing is published once the turn is over: its text goes back with this activity's result, which
-            # `stream()` reads from the step log a poll later. A heartbeat now would cost the server a write for
-            # text the completion carries anyway (a held answer used to be sent this way: one write per turn).
+            # `stream()` reads from the step log a poll later; a heartbeat now would cost the server a write for
+            # text the completion carries anyway.
             turn = turn.model_copy(
                 update={
                     "usage": pricing.with_cost(token_usage.settle(turn.usage, context, turn), price),

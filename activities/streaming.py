@@ -100,7 +100,7 @@ class AnswerPublisher:
             self._later = asyncio.get_running_loop().call_later(wait, self.flush_if_shown_differs)
 
     def flush(self) -> None:
-        self.close()
+        self._cancel_later()
         self._published_at = time.monotonic()
         self._shown = self._progress.text
         self._publish(self._progress)
@@ -112,7 +112,10 @@ class AnswerPublisher:
             self.flush()
 
     def close(self) -> None:
-        """Publish nothing more: the turn is over, and its result carries its text."""
+        """The turn is over: drop text waiting for the interval, which the activity's result carries."""
+        self._cancel_later()
+
+    def _cancel_later(self) -> None:
         if self._later is not None:
             self._later.cancel()
             self._later = None
