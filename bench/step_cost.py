@@ -104,7 +104,10 @@ session costs from what each turn (the message's update, the status it publishes
 async def main(turns: int, repeat: int) -> None:
     agent = echo_agent(turns)
     long_turns = max(turns // 4, 3)
-    sessions = {1: (turns, session_agent(turns)), LONG_TURN_CALLS: (long_turns, session_agent(long_turns, 5))}
+    sessions = {
+        1: (turns, session_agent(turns)),
+        LONG_TURN_CALLS: (long_turns, session_agent(long_turns, LONG_TURN_CALLS)),
+    }
     results: dict[str, list[Run]] = {"ours": [], "bare": [], "unsandboxed": [], "bare+query": [], "typed": []}
     session_turns: dict[tuple[str, int], list[float]] = {(s, c): [] for s in ("ours", "bare") for c in sessions}
     async with bench_server() as stalwart:
