@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, DefaultFailureConverter
 
 from stalwart.contracts.converter import SharedPydanticPayloadConverter, stalwart_data_converter
 from stalwart.contracts.messages import AssistantTurn, ToolCall
@@ -26,6 +26,10 @@ def test_converters_built_per_payload_share_one_json_converter_and_its_cache():
     assert first.converters[b"json/plain"] is second.converters[b"json/plain"]
 
 
+def test_stalwart_s_converter_builds_the_shared_one():
+    assert stalwart_data_converter().payload_converter_class is SharedPydanticPayloadConverter
+
+
 def test_the_shared_converter_writes_and_reads_what_the_sdk_pydantic_converter_does():
     ours, sdk = SharedPydanticPayloadConverter(), PydanticPayloadConverter()
     assert ours.to_payloads(VALUES) == sdk.to_payloads(VALUES)
@@ -35,7 +39,7 @@ def test_the_shared_converter_writes_and_reads_what_the_sdk_pydantic_converter_d
 
 
 def test_a_converter_without_pydantic_gets_the_shared_one_and_keeps_the_rest():
-    class Failures(DataConverter.default.failure_converter_class):  # type: ignore[name-defined,misc]
+    class Failures(DefaultFailureConverter):
         pass
 
     existing = DataConverter(failure_converter_class=Failures)
