@@ -98,7 +98,7 @@ def per_step_ms(runs: list[Run], turns: int) -> float:
 
 LONG_TURN_CALLS = 5
 """Tool calls in each turn of the second kind of session: with one-call turns, this separates what each step of a
-session costs from what each turn (the message's update, the status it publishes, its result) costs."""
+session costs from what each turn (the message's update and its result) costs."""
 
 
 async def main(turns: int, repeat: int) -> None:

@@ -319,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--query",
         help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100' "
-        "or 'AgentStatus=\"waiting\"' (sessions waiting for a message)",
+        "or 'AgentStatus=\"waiting\"' (open sessions, which take messages)",
     )
     runs.add_argument("--limit", type=int, default=20)
     _connection_options(runs)
@@ -709,7 +709,7 @@ class _LineReader:
 # -- sessions ----------------------------------------------------------------
 
 NO_SESSION_HINT = (
-    "`stalwart runs --query 'AgentStatus=\"waiting\"'` lists the sessions waiting for a message; "
+    "`stalwart runs --query 'AgentStatus=\"waiting\"'` lists the open sessions; "
     "`stalwart session start AGENT_FILE --id {id}` starts one, as does `stalwart send {id} MESSAGE --agent AGENT_FILE`"
 )
 

@@ -43,6 +43,7 @@ CAPABILITIES_RECORDED = {
     "long_run_continued_as_new",
     "session_continued_as_new",
     "session_turns",
+    "session_listed_waiting",
 }
 
 

@@ -374,16 +374,35 @@ class AgentWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 raise _ContinueAsNew()
             try:
-                await workflow.wait_condition(
-                    lambda: bool(self._queued) or self._closing,
-                    timeout=None if idle is None else timedelta(seconds=idle),
-                    timeout_summary=f"session idle timeout {idle:g}s" if idle is not None else None,
-                )
+                await self._next_message(idle)
             except TimeoutError:
                 return "idle"
             if not self._queued:
                 return "closed"
             await self._run_turn(self._start_turn())
+
+    async def _next_message(self, idle: float | None) -> None:
+        """Wait for a message or `close`; TimeoutError once the session has been idle `idle` seconds.
+
+        A session's status is not published per turn, so a turn shorter than `policies.COUNTERS_EVERY` leaves
+        its step, token and cost counters unsent: they go out when that interval is over, if no message came
+        first (a timer only in that case, and only in sessions recorded since that change)."""
+        has_message = lambda: bool(self._queued) or self._closing  # noqa: E731
+        idle_until = None if idle is None else workflow.now() + timedelta(seconds=idle)
+        counters_due = self._counters_due()
+        if counters_due is not None and (idle_until is None or counters_due < idle_until):
+            try:
+                await workflow.wait_condition(
+                    has_message, timeout=counters_due - workflow.now(), timeout_summary="publish the counters"
+                )
+                return
+            except TimeoutError:
+                self._publish()
+        await workflow.wait_condition(
+            has_message,
+            timeout=None if idle_until is None else idle_until - workflow.now(),
+            timeout_summary=f"session idle timeout {idle:g}s" if idle is not None else None,
+        )
 
     def _start_turn(self) -> TurnInProgress:
         self._turns += 1
@@ -965,17 +984,39 @@ class AgentWorkflow:
             return False
         return workflow.patched("search-attribute-counters-throttled")  # runs recorded before upsert every step
 
-    def _publish(self) -> None:
-        """Keep the search attributes and the UI's current details in step with the run."""
-        current: dict[SearchAttributeKey[Any], Any] = {
+    def _listed_status(self) -> RunStatus:
+        """The status the run list shows: an open session is `waiting` (for messages) even while a turn runs.
+
+        Publishing each turn's `running` and `waiting` cost a session turn two upserts, a quarter of its time
+        (bench/step_cost.py); whether a turn is running right now is live in `stalwart show` and the UI's
+        current details instead. Approvals and the session's end are still published."""
+        if self._input.session and self._status == "running" and workflow.patched("session-listed-waiting-while-open"):
+            return "waiting"
+        return self._status
+
+    def _attributes(self) -> dict[SearchAttributeKey[Any], Any]:
+        return {
             names.AGENT_NAME: self._agent.name,
-            names.AGENT_STATUS: self._status,
+            names.AGENT_STATUS: self._listed_status(),
             names.AGENT_STEPS: self._step,
             names.AGENT_TOKENS: self._usage.total_tokens,
             names.AGENT_COST_USD: self._usage.cost_usd,
             names.AGENT_AWAITING_APPROVAL: bool(self._pending),
         }
-        changed = [key for key, value in current.items() if self._published.get(key.name) != value]
+
+    def _unpublished(self, current: dict[SearchAttributeKey[Any], Any]) -> list[SearchAttributeKey[Any]]:
+        return [key for key, value in current.items() if self._published.get(key.name) != value]
+
+    def _counters_due(self) -> datetime | None:
+        """When the counters held back by `_counters_wait` may go out; None if none are held back."""
+        if self._published_at is None or not self._unpublished(self._attributes()):
+            return None
+        return self._published_at + policies.COUNTERS_EVERY
+
+    def _publish(self) -> None:
+        """Keep the search attributes and the UI's current details in step with the run."""
+        current = self._attributes()
+        changed = self._unpublished(current)
         if changed and not self._counters_wait(changed):  # each upsert is a history event: send only what changed
             workflow.upsert_search_attributes([key.value_set(current[key]) for key in changed])
             self._published.update({key.name: value for key, value in current.items()})
