@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -133,6 +134,17 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _collect_from_now_on() -> None:
+    """Garbage collection, paused by `console_main` while the command imported what it needs, resumes.
+
+    Those imports (the Temporal client, the contracts) are tens of thousands of objects that live as long as
+    the process. Collecting among them finds nothing and took a tenth of `stalwart show` (30 ms of 0.37 s).
+    Frozen, they are never scanned again; the objects the command makes from here on are collected as usual."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
     """Run a command; SIGTERM unwinds it like Ctrl-C, so an embedded dev server is stopped, not orphaned."""
     import asyncio
@@ -146,7 +158,9 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
         terminated.append(True)
         task.cancel()
 
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    loop.call_soon(_collect_from_now_on)  # runs once the command's first step (its imports) is over and it waits
     try:
         return await command
     except asyncio.CancelledError:
@@ -1369,6 +1383,7 @@ def console_main() -> None:
     machine. Everything a command owns (dev server, worker, connections) is closed by the time
     `main` returns, so flushing and `os._exit` lose nothing and keep the exit code honest.
     """
+    gc.disable()  # until the command has imported what it needs: `_collect_from_now_on`
     code = main()
     if "logging" in sys.modules:  # a command that logged: hand its last records out
         sys.modules["logging"].shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
@@ -27,6 +28,28 @@ def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProc
     return subprocess.run(
         [*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL
     )
+
+
+def test_garbage_collection_paused_for_a_commands_imports_resumes_once_the_command_first_waits():
+    from stalwart.client import cli
+
+    seen = []
+
+    async def command() -> int:
+        seen.append(gc.isenabled())  # the first step, where a command imports what it needs
+        await asyncio.sleep(0)
+        seen.append(gc.isenabled())
+        return 0
+
+    gc.disable()  # as `console_main` does
+    try:
+        assert asyncio.run(cli._until_terminated(command())) == 0
+        frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert seen == [False, True]
+    assert frozen > 0, "what the first step imported is frozen, out of every later collection's way"
 
 
 def test_version_names_stalwart_and_the_temporal_sdk():
