@@ -9,9 +9,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
-from pydantic import BaseModel
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -24,15 +23,16 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from stalwart.client.agent_files import load_agent
 from stalwart.client.connection import connect, dev_ui_url
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+from stalwart.contracts.model import Contract
 from stalwart.contracts.run import (
     AgentResult,
     RunEvent,
+    RunHeading,
     RunInput,
     RunState,
     StepArchive,
@@ -51,9 +51,10 @@ _SHOWN_GOAL_CHARS = 2000
 _CONTINUING_PATIENCE_SECONDS = 300.0
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
+_Input = TypeVar("_Input", RunInput, RunHeading)
 
 
-class RunSummary(BaseModel):
+class RunSummary(Contract):
     """One line of `stalwart runs`: a run as its search attributes describe it."""
 
     run_id: str
@@ -278,7 +279,7 @@ class RunHandle:
                 f"run {self.run_id} ended {description.status.name.lower() if description.status else 'unknown'} "
                 f"without a result; `temporal workflow show -w {self.run_id}` shows why"
             )
-        run_input, result = await self.run_input(), await self.result()
+        run_input, result = await self._first_input(RunHeading), await self.result()
         return RunState(
             agent=run_input.agent.name,
             goal=run_input.goal,
@@ -306,10 +307,13 @@ class RunHandle:
 
     async def run_input(self) -> RunInput:
         """What the run was started with (agent spec, goal, inputs), read from its first history event."""
+        return await self._first_input(RunInput)
+
+    async def _first_input(self, kind: type[_Input]) -> _Input:
         async for event in self._handle.fetch_history_events(page_size=1):
             started = event.workflow_execution_started_event_attributes
-            [run_input] = await self._client.data_converter.decode(list(started.input.payloads), [RunInput])
-            return run_input
+            [value] = await self._client.data_converter.decode(list(started.input.payloads), [kind])
+            return cast(_Input, value)
         raise RuntimeError(f"run {self.run_id} has no history")
 
     async def pending_approvals(self) -> list[PendingApproval]:
@@ -437,6 +441,15 @@ class SessionHandle(RunHandle):
         return await self.result()
 
 
+def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
+    """The agent itself, or the one its agent file describes (the file reader is loaded only when one is read)."""
+    if isinstance(agent, AgentSpec):
+        return agent
+    from stalwart.client.agent_files import load_agent
+
+    return load_agent(agent)
+
+
 def _recorded_ui_url(client: Client) -> str | None:
     """The UI of the dev server at the client's address, as `stalwart dev --ui-port` recorded it."""
     config = getattr(client.service_client, "config", None)
@@ -479,7 +492,7 @@ class StalwartClient:
         run_id: str | None = None,
     ) -> RunHandle:
         """Start a run of `agent` (a spec or the path of an agent file) towards `goal`."""
-        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        spec = _spec(agent)
         run_id = run_id or f"{spec.name}-{uuid.uuid4().hex[:12]}"
         handle = await self.temporal.start_workflow(
             names.WORKFLOW_TYPE,
@@ -513,7 +526,7 @@ class StalwartClient:
         inputs: dict[str, Any] | None = None,
     ) -> SessionHandle:
         """Start a session of `agent`: a run that stays open and answers each message sent to it."""
-        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        spec = _spec(agent)
         session_id = session_id or f"{spec.name}-session-{uuid.uuid4().hex[:12]}"
         handle = await self.temporal.start_workflow(
             names.WORKFLOW_TYPE,
@@ -539,7 +552,7 @@ class StalwartClient:
         """
         if agent is None:
             return await self.session(session_id).send(message)
-        spec = agent if isinstance(agent, AgentSpec) else load_agent(agent)
+        spec = _spec(agent)
         if len(message) > spec.session.max_message_chars:  # the session would refuse it: say so before starting one
             raise InvalidRunInput(
                 f"the message has {len(message):,} characters, over agent {spec.name!r}'s "

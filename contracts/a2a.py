@@ -10,13 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from stalwart.contracts.model import Contract
 
 DelegationState = Literal["completed", "input-required"]
 """How a delegation that produced an answer ended: done, or the remote agent asks a question back."""
 
 
-class A2APollSettings(BaseModel):
+class A2APollSettings(Contract):
     """How to follow a remote task: the first wait, how it grows, its ceiling, and each HTTP call's limit."""
 
     model_config = ConfigDict(allow_inf_nan=False)
@@ -29,7 +31,7 @@ class A2APollSettings(BaseModel):
     )
 
 
-class A2ADelegateRequest(BaseModel):
+class A2ADelegateRequest(Contract):
     """Send one task to a remote agent and wait for its answer.
 
     `idempotency_key` becomes the A2A `messageId`: it must be stable across
@@ -51,7 +53,7 @@ class A2ADelegateRequest(BaseModel):
     )
 
 
-class A2ADelegateResult(BaseModel):
+class A2ADelegateResult(Contract):
     """The remote agent's answer.
 
     A reply that came as a plain A2A Message has no task: `task_id` is None and
@@ -66,7 +68,7 @@ class A2ADelegateResult(BaseModel):
     agent_name: str
 
 
-class A2ADescribeRequest(BaseModel):
+class A2ADescribeRequest(Contract):
     """Fetch a remote agent's card."""
 
     url: str = Field(description="The agent's base URL or the URL of its card.")
@@ -74,7 +76,7 @@ class A2ADescribeRequest(BaseModel):
     request_timeout_seconds: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
 
 
-class A2ASkill(BaseModel):
+class A2ASkill(Contract):
     """One skill a remote agent advertises on its card."""
 
     id: str
@@ -84,7 +86,7 @@ class A2ASkill(BaseModel):
     examples: list[str] = Field(default_factory=list)
 
 
-class A2AAgentCard(BaseModel):
+class A2AAgentCard(Contract):
     """What Stalwart needs from a remote agent's card: how to describe it to a model and where to call it."""
 
     name: str

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
+from stalwart.contracts.model import Contract
 from stalwart.contracts.tools import ToolSpec
 from stalwart.contracts.wire import Compact
 
@@ -53,11 +54,11 @@ class ModelContext(Compact):
     tools_enabled: bool = True
 
 
-class DescribeToolsRequest(BaseModel):
+class DescribeToolsRequest(Contract):
     agent: AgentSpec
 
 
-class DescribeToolsResult(BaseModel):
+class DescribeToolsResult(Contract):
     tools: list[ToolSpec]
 
 

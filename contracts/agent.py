@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
+from stalwart.contracts.model import Contract
+
 ActionFormat = Literal["native", "json", "fenced"]
 
 
@@ -47,7 +49,7 @@ ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-class _Strict(BaseModel):
+class _Strict(Contract):
     # No inf or nan anywhere: `max_seconds = inf` is not "no budget", and Temporal holds neither.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -624,7 +626,3 @@ class AgentSpec(_Strict):
             for server in self.mcp_servers
         ]
         return self.model_copy(update={"mcp_servers": servers})
-
-
-SubAgent.model_rebuild()
-AgentSpec.model_rebuild()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from stalwart.contracts.model import Contract
 
 
-class PendingApproval(BaseModel):
+class PendingApproval(Contract):
     """A tool call that waits for a person before it runs."""
 
     call_id: str
@@ -19,7 +21,7 @@ class PendingApproval(BaseModel):
     expires_at: datetime
 
 
-class ApprovalDecision(BaseModel):
+class ApprovalDecision(Contract):
     """The input of the `approve` and `reject` updates."""
 
     call_id: str

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from stalwart.contracts.agent import DEFAULT_MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS, AgentSpec
 from stalwart.contracts.messages import Message, StoredContent, TranscriptRef, Usage
+from stalwart.contracts.model import Contract
 from stalwart.contracts.tools import ToolSpec
 from stalwart.contracts.wire import Compact
 
@@ -34,7 +35,7 @@ RunStatus = Literal[
 StepRole = Literal["user", "assistant", "tool"]
 
 
-class RunInput(BaseModel):
+class RunInput(Contract):
     """The workflow input: the whole agent spec, the goal, and named inputs for tool bindings.
 
     With `session`, the run stays open after its answer and takes further messages; its
@@ -77,7 +78,20 @@ def goal_problem(goal: str, agent: AgentSpec) -> str | None:
     )
 
 
-class StepRecord(BaseModel):
+class _AgentName(Contract):
+    name: str
+
+
+class RunHeading(Contract):
+    """What a finished run's state shows of its input: read without the agent spec's validator, the largest of
+    the contracts, which `stalwart show` would otherwise build only to print the agent's name."""
+
+    agent: _AgentName
+    goal: str = ""
+    session: bool = False
+
+
+class StepRecord(Contract):
     """One entry of the audit trail: a model turn, a tool call, or the goal itself (step 0)."""
 
     step: int
@@ -116,7 +130,7 @@ class StepRecord(BaseModel):
         return ArchivedStep.model_construct(**fields)
 
 
-class StepArchive(BaseModel):
+class StepArchive(Contract):
     """Steps of earlier runs of a continue-as-new chain, kept in storage instead of carried forward.
 
     Carrying the whole step log into every run would store it again at each boundary, which
@@ -132,13 +146,13 @@ class ArchivedStep(StepRecord, Compact):
     """A step on its way to an archive: its empty fields are left out (`contracts/wire.py`)."""
 
 
-class ArchiveStepsRequest(BaseModel):
+class ArchiveStepsRequest(Contract):
     chain_id: str
     index: int
     steps: list[ArchivedStep]
 
 
-class RunState(BaseModel):
+class RunState(Contract):
     """What the `state` query returns while a run is going, and after."""
 
     agent: str
@@ -163,7 +177,7 @@ class RunState(BaseModel):
     """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
 
 
-class ToolMetrics(BaseModel):
+class ToolMetrics(Contract):
     """One tool's calls in a run: how many, how they ended, how long they took (Strands' `tool_metrics`)."""
 
     calls: int = 0
@@ -173,7 +187,7 @@ class ToolMetrics(BaseModel):
     average_seconds: float = 0.0
 
 
-class RunMetrics(BaseModel):
+class RunMetrics(Contract):
     """What the Strands loop collects at the end of a run (seed 002): cycles, tokens, latency per tool, totals."""
 
     cycles: int = 0
@@ -192,7 +206,7 @@ class RunMetrics(BaseModel):
     """Wall-clock time of the run (of the turn, in a turn's result)."""
 
 
-class AgentResult(BaseModel):
+class AgentResult(Contract):
     """The workflow result: the answer, why the run stopped, and everything it did."""
 
     answer: str
@@ -225,7 +239,7 @@ EventType = Literal[
 """The KAOS memory events (seed 000), and `progress`: the block announcing an action before it runs."""
 
 
-class RunEvent(BaseModel):
+class RunEvent(Contract):
     """The run's audit trail in the KAOS memory-event vocabulary.
 
     `event_id` names the event by its place in the run's step log, so it stays the same however often
@@ -239,7 +253,7 @@ class RunEvent(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class QueuedMessage(BaseModel):
+class QueuedMessage(Contract):
     """A message to a session that no model call has read yet."""
 
     id: str
@@ -247,7 +261,7 @@ class QueuedMessage(BaseModel):
     received_at: datetime
 
 
-class Carried(BaseModel):
+class Carried(Contract):
     """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes."""
 
     chain_id: str
@@ -275,7 +289,7 @@ class Carried(BaseModel):
     """The metrics of the steps earlier runs archived (their steps are not carried)."""
 
 
-class TurnInProgress(BaseModel):
+class TurnInProgress(Contract):
     """A turn cut by continue-as-new between two of its steps; the next run goes on with it."""
 
     number: int
@@ -287,10 +301,6 @@ class TurnInProgress(BaseModel):
     steps_taken: int = 0
     nudges: int = 0
     """Persistence prompts sent this turn (`[loop] persistence_nudges`)."""
-
-
-Carried.model_rebuild()
-RunInput.model_rebuild()
 
 
 def run_metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elapsed_seconds: float = 0.0) -> RunMetrics:

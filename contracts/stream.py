@@ -7,10 +7,10 @@ client reads them with `DescribeWorkflowExecution` (see `client/stream.py`).
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from stalwart.contracts.model import Contract
 
 
-class StreamProgress(BaseModel):
+class StreamProgress(Contract):
     """The answer text one attempt of a model turn has produced so far.
 
     `text` is cumulative, so a client that missed a heartbeat loses nothing and

@@ -18,8 +18,10 @@ from typing import Any
 from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import PydanticUndefined
 
+from stalwart.contracts.model import Contract
 
-class Compact(BaseModel):
+
+class Compact(Contract):
     """A pydantic model whose JSON leaves out fields that hold their empty default."""
 
     @model_serializer(mode="wrap")
