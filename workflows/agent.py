@@ -53,6 +53,12 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
 
+def _listed_waiting_while_open() -> bool:
+    """Whether this session is listed `waiting` throughout (`AgentWorkflow._listed_status`): sessions recorded
+    before published `running` and `waiting` at every turn."""
+    return workflow.patched("session-listed-waiting-while-open")
+
+
 def _search_attributes_at_start() -> dict[str, object]:
     """Stalwart's search attributes this run started with, all set by `StalwartClient` when it starts a run.
 
@@ -437,9 +443,10 @@ class AgentWorkflow:
     async def _turn_within_budget(self, turn: TurnInProgress) -> StopReason:
         self._turn = turn
         self._status = "running"
-        if self._input.session and workflow.patched("session-running-at-turn-start"):
-            # Visible from the message on, not only once the turn's first model call is back: until then a
-            # session busy answering was listed as `waiting`. Runs recorded before published it after that call.
+        if self._input.session and (_listed_waiting_while_open() or workflow.patched("session-running-at-turn-start")):
+            # The UI's current details say `running` from the message on. Sessions recorded between the two
+            # patches also listed `running` from here; those recorded before either published it only after the
+            # turn's first model call. A session recorded since records neither this marker nor its upsert.
             self._publish()
         self._answer = None
         self._error = None
@@ -990,7 +997,7 @@ class AgentWorkflow:
         Publishing each turn's `running` and `waiting` cost a session turn two upserts, a quarter of its time
         (bench/step_cost.py); whether a turn is running right now is live in `stalwart show` and the UI's
         current details instead. Approvals and the session's end are still published."""
-        if self._input.session and self._status == "running" and workflow.patched("session-listed-waiting-while-open"):
+        if self._input.session and self._status == "running" and _listed_waiting_while_open():
             return "waiting"
         return self._status
 
