@@ -43,6 +43,7 @@ from typing import Any
 from temporalio.worker import Worker
 
 from bench import baselines
+from bench.harness import scratch_storage
 from stalwart.activities import providers
 from stalwart.activities.providers.scripted import ScriptedProvider
 from stalwart.client.api import StalwartClient
@@ -156,6 +157,11 @@ async def _phase(name: str, runs: int, start_one: Callable[[int], Awaitable[Awai
 async def main(runs: int, latency: float) -> None:
     providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
     agent = echo_agent()
+    with scratch_storage(unless_configured=True):
+        await _measure(agent, runs, latency)
+
+
+async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
     async with DevServer(port=None, ui_port=None) as server:
         stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
         client = stalwart.temporal

@@ -35,6 +35,7 @@ import time
 
 import openai
 
+from bench.harness import scratch_storage
 from stalwart.client.api import StalwartClient
 from stalwart.client.stream import AnswerDelta
 from stalwart.contracts.agent import AgentSpec
@@ -100,15 +101,16 @@ async def main(samples: int, pause: float, poll: float) -> None:
     wire = WireServer()
     await wire.start()
     try:
-        async with DevServer(port=None, ui_port=None) as server:
-            stalwart = await StalwartClient.connect(server.address, task_queue=QUEUE)
-            async with build_worker(stalwart.temporal, task_queue=QUEUE):
-                await our_latency(stalwart, wire, pause, poll)  # warm-up: SDK clients, worker caches
-                await bare_latency(wire, pause)
-                ours, bare = [], []
-                for _ in range(samples):  # interleaved, so the machine's load touches both alike
-                    ours.append(await our_latency(stalwart, wire, pause, poll))
-                    bare.append(await bare_latency(wire, pause))
+        with scratch_storage(unless_configured=True):
+            async with DevServer(port=None, ui_port=None) as server:
+                stalwart = await StalwartClient.connect(server.address, task_queue=QUEUE)
+                async with build_worker(stalwart.temporal, task_queue=QUEUE):
+                    await our_latency(stalwart, wire, pause, poll)  # warm-up: SDK clients, worker caches
+                    await bare_latency(wire, pause)
+                    ours, bare = [], []
+                    for _ in range(samples):  # interleaved, so the machine's load touches both alike
+                        ours.append(await our_latency(stalwart, wire, pause, poll))
+                        bare.append(await bare_latency(wire, pause))
     finally:
         await wire.stop()
     print(

@@ -1,11 +1,15 @@
-"""A fresh dev server with our worker and the baseline worker, and the size of a run's history."""
+"""A fresh dev server with our worker and the baseline worker, the storage their runs write to, and the size of a
+run's history."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,7 @@ from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
 from bench import baselines, tools
-from stalwart.activities.storage.config import LOCAL_BUCKET, TRANSCRIPTS_AREA
+from stalwart.activities.storage.config import DEFAULT_LOCAL_DIR, LOCAL_BUCKET, STORAGE_VAR, TRANSCRIPTS_AREA
 from stalwart.client.api import StalwartClient
 from stalwart.client.chain import chain_histories
 from stalwart.contracts.agent import AgentSpec
@@ -42,19 +46,50 @@ class Run:
     """Ours only: the run's result (a bare workflow's is not an `AgentResult`)."""
 
 
+@contextmanager
+def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]:
+    """A fresh storage folder for the benchmark's runs, removed when it ends; None when `unless_configured` and the
+    user set STALWART_STORAGE (an S3 bucket, say), which is then used as it is.
+
+    Without it every benchmark run left its conversations in the default `.stalwart/storage`: hundreds of
+    megabytes after a day of measuring. The folder is made beside that default, on the same file system, so its
+    durable writes cost what a worker's do (under a /tmp on tmpfs they would cost nothing). It is set before
+    anything connects: the client, the worker's converter and its transcript store all read STALWART_STORAGE.
+    """
+    if unless_configured and os.environ.get(STORAGE_VAR):
+        yield None
+        return
+    DEFAULT_LOCAL_DIR.parent.mkdir(exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="bench-", dir=DEFAULT_LOCAL_DIR.parent)).resolve()
+    before = os.environ.get(STORAGE_VAR)
+    os.environ[STORAGE_VAR] = str(root)
+    try:
+        yield root
+    finally:
+        if before is None:
+            del os.environ[STORAGE_VAR]
+        else:
+            os.environ[STORAGE_VAR] = before
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @asynccontextmanager
 async def bench_server() -> AsyncIterator[StalwartClient]:
-    """An in-memory, headless dev server on a free port, with both workers polling it."""
-    async with DevServer(port=None, ui_port=None) as server:
-        stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
-        registry = default_registry()
-        registry.register_module(tools)
-        ours = build_worker(stalwart.temporal, registry=registry, task_queue=OUR_QUEUE)
-        bare = Worker(
-            stalwart.temporal, task_queue=BARE_QUEUE, workflows=baselines.WORKFLOWS, activities=baselines.ACTIVITIES
-        )
-        async with ours, bare:
-            yield stalwart
+    """An in-memory, headless dev server on a free port, with both workers polling it and a scratch storage."""
+    with scratch_storage(unless_configured=True):
+        async with DevServer(port=None, ui_port=None) as server:
+            stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+            registry = default_registry()
+            registry.register_module(tools)
+            ours = build_worker(stalwart.temporal, registry=registry, task_queue=OUR_QUEUE)
+            bare = Worker(
+                stalwart.temporal,
+                task_queue=BARE_QUEUE,
+                workflows=baselines.WORKFLOWS,
+                activities=baselines.ACTIVITIES,
+            )
+            async with ours, bare:
+                yield stalwart
 
 
 async def measure(stalwart: StalwartClient, workflow_id: str) -> tuple[int, int, int, int]:

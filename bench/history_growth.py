@@ -30,15 +30,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
 from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
-from bench.harness import Run, bench_server, run_bare, run_ours, storage_bytes
+from bench.harness import Run, bench_server, run_bare, run_ours, scratch_storage, storage_bytes
 from stalwart.activities import providers
-from stalwart.activities.storage.config import STORAGE_VAR
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec, Budgets
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall
@@ -113,12 +108,11 @@ def turns_until(runs: dict[int, Run], limits: dict[str, int]) -> str:
 
 
 async def main(turn_counts: list[int], result_bytes: int) -> None:
-    root = Path(tempfile.mkdtemp(prefix="stalwart-bench-storage-"))
-    os.environ[STORAGE_VAR] = str(root)  # before anything connects: the converter and transcript store read it
     ours: dict[int, Run] = {}
     stored: dict[int, int] = {}
     carried: dict[int, Run] = {}
-    try:
+    with scratch_storage() as root:
+        assert root is not None
         async with bench_server() as stalwart:
             for turns in turn_counts:
                 before = sum(storage_bytes(root).values())
@@ -129,8 +123,6 @@ async def main(turn_counts: list[int], result_bytes: int) -> None:
                     turns=turns, result_bytes=result_bytes, messages=[Message(role="user", content=GOAL)]
                 )
                 carried[turns] = await run_bare(stalwart, CarriedConversationWorkflow.run, request)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     print(f"history size by tool calls, {result_bytes} B per tool result")
     print(
         f"{'turns':>5} {'ours KB':>9} {'events':>6} {'runs':>4} {'carried KB':>11} "

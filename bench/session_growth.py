@@ -38,11 +38,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import resource
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -55,9 +52,8 @@ from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from bench.harness import bench_server, storage_bytes
+from bench.harness import bench_server, scratch_storage, storage_bytes
 from stalwart.activities import providers
-from stalwart.activities.storage.config import STORAGE_VAR
 from stalwart.client.api import SessionHandle, StalwartClient
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec, ContextSettings, SessionSettings
@@ -297,12 +293,10 @@ def print_points(label: str, points: list[Point]) -> None:
 
 
 async def main(checkpoints: list[int], size: int, low_events: int, idle: int, max_input_tokens: int) -> None:
-    root = Path(tempfile.mkdtemp(prefix="stalwart-bench-storage-"))
-    # Before anything connects: the client, the worker's converter and its transcript store read these.
-    os.environ[STORAGE_VAR] = str(root)
     began = time.perf_counter()
     configs = {"default (Temporal's suggestion)": None, f"continue_as_new_events={low_events}": low_events}
-    try:
+    with scratch_storage() as root:
+        assert root is not None
         async with bench_server() as stalwart, idle_worker(stalwart):
             providers.PROVIDERS["scripted"] = lambda agent, clients: NumberedAnswers(size)
             bare_rss, session_rss = await idle_memory(stalwart, session_agent(None, max_input_tokens), idle, size)
@@ -310,8 +304,6 @@ async def main(checkpoints: list[int], size: int, low_events: int, idle: int, ma
                 label: await grow(stalwart, session_agent(events, max_input_tokens), checkpoints, size, root)
                 for label, events in configs.items()
             }
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     print(
         f"one session per configuration: {size} B messages, {size} B answers (content = {2 * size} B a turn); "
         f"[context] max_input_tokens={max_input_tokens:,}; sizes in KB, Nx = over the content so far"
