@@ -1,0 +1,81 @@
+"""Every benchmark of `bench/` still runs and ends with its ratio line.
+
+The benchmarks are how issue 14's targets are measured, and nothing else runs them: a change to the worker, the
+client or a contract could break one unnoticed until the next person measures. Each runs here at a size that
+only proves it works end to end (its figures at this size mean nothing, and no test judges them: the README of
+`bench/` gives the measured ones and the commands that produced them).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stalwart.activities.storage.config import DEFAULT_LOCAL_DIR, STORAGE_VAR
+
+from support.repo_paths import REPO
+
+RATIO_LINE = re.compile(r"^ratio: (\S+)", re.MULTILINE)
+
+SMALLEST_RUNS = {
+    "step_cost": ["--turns", "2", "--repeat", "1"],
+    "history_growth": ["--turns", "2", "4"],
+    "model_turn": ["--turns", "5"],
+    "session_growth": ["--turns", "2", "4", "--idle", "3", "--low-events", "100"],
+    "concurrency": ["--runs", "10", "--latency", "0.05"],
+    "first_token": ["--samples", "2", "--pause", "0.01", "--poll", "0.02"],
+}
+
+
+def test_every_benchmark_of_bench_is_run_here():
+    modules = {path.stem for path in (REPO / "bench").glob("*.py") if _is_benchmark(path.read_text())}
+    assert modules == set(SMALLEST_RUNS)
+
+
+def _is_benchmark(source: str) -> bool:
+    return 'if __name__ == "__main__":' in source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("benchmark", sorted(SMALLEST_RUNS))
+def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
+    ran = subprocess.run(
+        [sys.executable, "-m", f"bench.{benchmark}", *SMALLEST_RUNS[benchmark]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 0, f"bench.{benchmark} failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
+    ratios = RATIO_LINE.findall(ran.stdout)
+    assert len(ratios) == 1, f"bench.{benchmark} printed {len(ratios)} ratio lines:\n{ran.stdout[-3000:]}"
+    ratio = float(ratios[0])
+    assert math.isfinite(ratio) and ratio > 0
+    assert ran.stdout.rstrip().splitlines()[-1].startswith("ratio: "), "the ratio is the last line a reader sees"
+
+
+@pytest.mark.slow
+def test_a_benchmark_leaves_no_conversations_in_the_default_storage(tmp_path: Path):
+    """Run where STALWART_STORAGE is unset, a benchmark writes to a scratch folder beside the default one, on the
+    same disk, and removes it: measuring for a day used to leave hundreds of megabytes in `.stalwart/storage`."""
+    env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    ran = subprocess.run(
+        [sys.executable, "-m", "bench.step_cost", *SMALLEST_RUNS["step_cost"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert RATIO_LINE.search(ran.stdout)
+    left = [path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()]
+    assert left == []
+    assert not (tmp_path / DEFAULT_LOCAL_DIR).exists()
