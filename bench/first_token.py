@@ -5,6 +5,10 @@ The model is the local wire-format server the provider tests use
 SDK; it notes when it writes each reply's first event. Each sample streams
 the same answer word by word (`--pause` seconds between events):
 
+Before its first event the server waits 0 to one poll interval (spread evenly
+over the samples, as a real model's time to first token varies), so the token
+reaches the server at every phase of `stream()`'s polling.
+
 - `bare`: the SDK's `create(stream=True)` in this process, read directly;
   the latency is from the server writing its first event to the SDK
   yielding the first chunk with text;
@@ -41,7 +45,7 @@ from stalwart.client.stream import AnswerDelta
 from stalwart.contracts.agent import AgentSpec
 from stalwart.workers.dev_server import DevServer
 from stalwart.workers.worker import build_worker
-from tests.wire_server.script import Reply
+from tests.wire_server.script import Reply, Stall
 from tests.wire_server.server import Script, WireServer
 
 ANSWER = " ".join(f"word{n}" for n in range(40))
@@ -57,8 +61,23 @@ def _first_event_at(script: Script) -> float:
     return request.first_event_at
 
 
-async def bare_latency(wire: WireServer, pause: float) -> float:
-    script = wire.script(Reply(text=ANSWER, pause=pause))
+def thinking_times(samples: int, poll: float) -> list[float]:
+    """The model's wait before its first token in each sample: spread evenly over one poll interval.
+
+    A real model's time to first token varies, so the token lands at any moment between two of `stream()`'s
+    polls. With none, every sample's token came at the same moment after the run's start, so at the same
+    phase of the polling that began with it, and the figures measured that phase, not the wait for a poll:
+    a median of +16 ms with polls 100 ms apart.
+    """
+    return [(n + 0.5) / samples * poll for n in range(samples)]
+
+
+def _reply(pause: float, thinking: float) -> Stall:
+    return Stall(seconds=thinking, then=Reply(text=ANSWER, pause=pause))
+
+
+async def bare_latency(wire: WireServer, pause: float, thinking: float) -> float:
+    script = wire.script(_reply(pause, thinking))
     client = openai.AsyncOpenAI(api_key=KEY, base_url=script.openai_base_url, max_retries=0)
     try:
         stream = await client.chat.completions.create(
@@ -74,8 +93,8 @@ async def bare_latency(wire: WireServer, pause: float) -> float:
         await client.close()
 
 
-async def our_latency(stalwart: StalwartClient, wire: WireServer, pause: float, poll: float) -> float:
-    script = wire.script(Reply(text=ANSWER, pause=pause))
+async def our_latency(stalwart: StalwartClient, wire: WireServer, pause: float, poll: float, thinking: float) -> float:
+    script = wire.script(_reply(pause, thinking))
     agent = AgentSpec(
         name="bench-first-token", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, api_key_env=KEY_ENV
     )
@@ -105,17 +124,18 @@ async def main(samples: int, pause: float, poll: float) -> None:
             async with DevServer(port=None, ui_port=None) as server:
                 stalwart = await StalwartClient.connect(server.address, task_queue=QUEUE)
                 async with build_worker(stalwart.temporal, task_queue=QUEUE):
-                    await our_latency(stalwart, wire, pause, poll)  # warm-up: SDK clients, worker caches
-                    await bare_latency(wire, pause)
+                    await our_latency(stalwart, wire, pause, poll, 0.0)  # warm-up: SDK clients, worker caches
+                    await bare_latency(wire, pause, 0.0)
                     ours, bare = [], []
-                    for _ in range(samples):  # interleaved, so the machine's load touches both alike
-                        ours.append(await our_latency(stalwart, wire, pause, poll))
-                        bare.append(await bare_latency(wire, pause))
+                    for thinking in thinking_times(samples, poll):  # interleaved: the machine's load touches both
+                        ours.append(await our_latency(stalwart, wire, pause, poll, thinking))
+                        bare.append(await bare_latency(wire, pause, thinking))
     finally:
         await wire.stop()
     print(
         f"{samples} samples each; {len(ANSWER.split())} words streamed {pause * 1000:.0f} ms apart; "
-        f"stream() polls every {poll * 1000:.0f} ms; latency = first token written by the server -> received"
+        f"stream() polls every {poll * 1000:.0f} ms; the first token comes 0 to {poll * 1000:.0f} ms after the "
+        "request (spread evenly); latency = first token written by the server -> received"
     )
     print(_summary("bare SDK", bare))
     print(_summary("stream()", ours))
