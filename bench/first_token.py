@@ -2,12 +2,11 @@
 
 The model is the local wire-format server the provider tests use
 (`tests/wire_server`), speaking OpenAI Chat Completions to the real `openai`
-SDK; it notes when it writes each reply's first event. Each sample streams
-the same answer word by word (`--pause` seconds between events):
-
-Before its first event the server waits 0 to one poll interval (spread evenly
-over the samples, as a real model's time to first token varies), so the token
-reaches the server at every phase of `stream()`'s polling.
+SDK; it notes when it writes each reply's first event. Before that event it
+waits 0 to one poll interval (spread evenly over the samples, as a real
+model's time to first token varies), so the token comes at every phase of
+`stream()`'s polling. Each sample streams the same answer word by word
+(`--pause` seconds between events):
 
 - `bare`: the SDK's `create(stream=True)` in this process, read directly;
   the latency is from the server writing its first event to the SDK
