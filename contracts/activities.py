@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, field_serializer
 
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
@@ -55,7 +55,26 @@ class ModelContext(Compact):
 
 
 class DescribeToolsRequest(Contract):
+    """List the tools of `agent`: its registered tools and its MCP servers' tools, bound (`bindings`).
+
+    Only the fields that say which tools the agent has travel (`TOOL_SOURCES`); the activity reads the others as
+    their defaults. The whole spec is in the run's input already, and this request used to repeat it in history:
+    instructions, script and loop settings, in every run.
+    """
+
     agent: AgentSpec
+
+    @field_serializer("agent", mode="wrap")
+    def _only_tool_sources(self, agent: AgentSpec, handler: SerializerFunctionWrapHandler, info: Any) -> Any:
+        data = handler(agent)
+        if isinstance(data, dict) and info.mode_is_json():  # a Python dump keeps every field, for code reading it
+            return {name: value for name, value in data.items() if name in TOOL_SOURCES}
+        return data
+
+
+TOOL_SOURCES = frozenset({"name", "tools", "mcp_servers", "sub_agents", "bindings"})
+"""The fields of an `AgentSpec` that `describe_tools` reads: the tool names, where tools come from, the sub-agents
+(whose names MCP tools must not take) and the bindings."""
 
 
 class DescribeToolsResult(Contract):

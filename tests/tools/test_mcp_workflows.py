@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -144,6 +145,40 @@ async def test_bound_parameter_of_an_mcp_tool_overrides_the_model(time_skipping_
     )
     result = await _run(time_skipping_env, task_queue, agent, inputs={"preferred_unit": "celsius"})
     assert _tool_steps(result)[0].result == "Oslo: 21 degrees celsius"
+
+
+async def test_describe_tools_input_carries_only_where_the_tools_come_from_not_the_whole_agent(
+    time_skipping_env, task_queue
+):
+    """The run's input holds the whole agent; describe_tools' input used to repeat it in history (instructions,
+    script, loop settings). Now it carries the tools, servers and bindings it reads, and the run works as before."""
+    instructions = "Answer about the weather in one sentence. " * 40
+    agent = AgentSpec(
+        name="weather",
+        instructions=instructions,
+        tools=["calculator"],
+        mcp_servers=[stdio_demo(tools=["weather"])],
+        bindings={"weather": {"unit": "preferred_unit"}},
+        scripted=[_calls(("weather", {"city": "Oslo", "unit": "kelvin"})), ScriptedReply(text="ok")],
+    )
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await StalwartClient(time_skipping_env.client, task_queue=task_queue).start(
+            agent, "go", inputs={"preferred_unit": "celsius"}
+        )
+        result = await handle.result()
+    assert _tool_steps(result)[0].result == "Oslo: 21 degrees celsius"
+    history = await handle.history()
+    [describe] = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == DESCRIBE_TOOLS_ACTIVITY
+    ]
+    [payload] = describe.input.payloads
+    sent = json.loads(payload.data)["agent"]
+    assert sorted(sent) == ["bindings", "mcp_servers", "name", "sub_agents", "tools"]
+    assert sent["tools"] == ["calculator"] and sent["bindings"] == {"weather": {"unit": "preferred_unit"}}
+    assert instructions.encode() not in payload.data and len(payload.data) < len(instructions)
 
 
 async def test_run_with_mcp_tools_replays_from_its_history(time_skipping_env, task_queue):
