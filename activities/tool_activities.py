@@ -84,7 +84,7 @@ class ToolActivities:
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
         """The schemas of the agent's tools and its MCP servers' tools,
         recorded in history so replays see the same list."""
-        agent = request.agent
+        agent = request.agent  # only its fields named in `TOOL_SOURCES` travel: read no other here
         missing = [name for name in agent.tools if name not in self.registry]
         if missing:
             raise ApplicationError(
