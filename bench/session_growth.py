@@ -16,12 +16,16 @@ suggests it) and at a low value (500 events). At each size it prints:
   `[context] max_input_tokens` is 20,000, so the window caps it.
 
 Then the worker's memory: 200 sessions are started and sent one B-byte message
-each, and the resident set (VmRSS) of this process, which runs the worker, is
-read before and after; the baseline is 200 bare workflows (`IdleWorkflow`,
-sandboxed like ours) that take one such message by update and wait on a
-condition. Both kinds stay open and are started in batches ordered
-bare-session-session-bare, so drift weighs on both alike. The last line is
-`ratio: X.XX`, RSS per idle session over RSS per idle bare workflow.
+each, and this process, which runs the worker, is measured before and after; the
+baseline is 200 bare workflows (`IdleWorkflow`, sandboxed like ours) that take one
+such message by update and wait on a condition. Both kinds stay open and are
+started in batches ordered bare-session-session-bare, so drift weighs on both
+alike. What is compared is Python's heap as `tracemalloc` traces it: it holds
+the workflows' objects and nothing else, so it gives the same figure at 3 of
+each as at 200. The resident set (VmRSS) is printed beside it, but it moves with
+the allocator's arenas by more than a hundred idle workflows hold (at 3 of each
+it was sometimes negative). The last line is `ratio: X.XX`, heap per idle
+session over heap per idle bare workflow.
 
 The answers come from the `scripted` model replaced, in this process, by one
 that answers model call N with `answer N:` and B bytes, rather than from the
@@ -41,6 +45,7 @@ import gc
 import resource
 import sys
 import time
+import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -200,17 +205,36 @@ async def send_all(send: Callable[[int], Awaitable[None]], count: int) -> None:
     await asyncio.gather(*(one(n) for n in range(count)))
 
 
-async def settled_rss() -> int:
+@dataclass
+class Memory:
+    """This process's memory at one moment: Python's heap as traced, and the resident set."""
+
+    heap: int
+    rss: int
+
+    def __sub__(self, other: Memory) -> Memory:
+        return Memory(heap=self.heap - other.heap, rss=self.rss - other.rss)
+
+    def __add__(self, other: Memory) -> Memory:
+        return Memory(heap=self.heap + other.heap, rss=self.rss + other.rss)
+
+
+async def settled_memory() -> Memory:
     await asyncio.sleep(1.0)  # let the last workflow tasks and activity completions land
     gc.collect()
-    return rss_bytes()
+    return Memory(heap=tracemalloc.get_traced_memory()[0], rss=rss_bytes())
 
 
-async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, size: int) -> tuple[float, float]:
-    """RSS added per idle bare workflow and per idle session, `count` of each, all kept open.
+async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, size: int) -> tuple[Memory, Memory]:
+    """Memory added per idle bare workflow and per idle session, `count` of each, all kept open.
+
+    Python's heap is traced (`tracemalloc`) from after the first of each kind: it counts what
+    the workflows' objects hold and nothing else, so it is exact at any count. The resident set
+    also moves with the allocator's arenas and pages, by more than a hundred idle workflows hold,
+    so it is printed for the whole picture but is noise below a few hundred of each.
 
     They are started in four batches, bare-session-session-bare, so that whatever drifts while
-    the process runs (allocator arenas, caches filling) weighs on both kinds alike.
+    the process runs (caches filling) weighs on both kinds alike.
     """
     bare_ids: list[str] = []
     sessions: list[SessionHandle] = []
@@ -232,19 +256,21 @@ async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, si
     # One of each first, so the deltas hold no first-use costs (imports, sandbox, caches).
     await bare(0)
     await session(0)
-    added = {bare: 0, session: 0}
+    tracemalloc.start()
+    added = {bare: Memory(0, 0), session: Memory(0, 0)}
     half = count // 2
     for start, batch in ((bare, half), (session, half), (session, count - half), (bare, count - half)):
-        before = await settled_rss()
+        before = await settled_memory()
         await send_all(start, batch)
-        added[start] += await settled_rss() - before
+        added[start] += await settled_memory() - before
+    tracemalloc.stop()
 
     async def stop(n: int) -> None:
         await stalwart.temporal.get_workflow_handle(bare_ids[n]).signal(IdleWorkflow.stop)
         await sessions[n].close()
 
     await send_all(stop, count + 1)
-    return added[bare] / count, added[session] / count
+    return added[bare], added[session]
 
 
 def idle_worker(stalwart: StalwartClient) -> Worker:
@@ -299,7 +325,7 @@ async def main(checkpoints: list[int], size: int, low_events: int, idle: int, ma
         assert root is not None
         async with bench_server() as stalwart, idle_worker(stalwart):
             providers.PROVIDERS["scripted"] = lambda agent, clients: NumberedAnswers(size)
-            bare_rss, session_rss = await idle_memory(stalwart, session_agent(None, max_input_tokens), idle, size)
+            bare_added, session_added = await idle_memory(stalwart, session_agent(None, max_input_tokens), idle, size)
             grown = {
                 label: await grow(stalwart, session_agent(events, max_input_tokens), checkpoints, size, root)
                 for label, events in configs.items()
@@ -313,11 +339,12 @@ async def main(checkpoints: list[int], size: int, low_events: int, idle: int, ma
     print("model input: the messages the model was sent at the last turn; ms/turn: mean send() since the last size")
     for label, points in grown.items():
         print_points(label, points)
-    print(f"\nworker RSS with {idle} idle workflows, each sent one {size} B message (VmRSS of this process)")
-    print(f"  bare workflow: {kb(bare_rss):>7} KB each")
-    print(f"  session:       {kb(session_rss):>7} KB each")
+    print(f"\nworker memory with {idle} idle workflows of each kind, each sent one {size} B message")
+    print("  heap: Python's, traced; RSS: VmRSS of this process, noise below a few hundred of each")
+    for label, added in (("bare workflow", bare_added), ("session", session_added)):
+        print(f"  {label + ':':<14} heap {kb(added.heap / idle):>7} KB each, RSS {kb(added.rss / idle):>7} KB each")
     print(f"whole benchmark: {time.perf_counter() - began:.0f} s")
-    print(f"ratio: {session_rss / bare_rss:.2f} (RSS per idle session over per idle bare workflow)")
+    print(f"ratio: {session_added.heap / bare_added.heap:.2f} (heap per idle session over per idle bare workflow)")
 
 
 if __name__ == "__main__":
