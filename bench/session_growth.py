@@ -21,11 +21,13 @@ baseline is 200 bare workflows (`IdleWorkflow`, sandboxed like ours) that take o
 such message by update and wait on a condition. Both kinds stay open and are
 started in batches ordered bare-session-session-bare, so drift weighs on both
 alike. What is compared is Python's heap as `tracemalloc` traces it: it holds
-the workflows' objects and nothing else, so it gives the same figure at 3 of
-each as at 200. The resident set (VmRSS) is printed beside it, but it moves with
-the allocator's arenas by more than a hundred idle workflows hold (at 3 of each
-it was sometimes negative). The last line is `ratio: X.XX`, heap per idle
-session over heap per idle bare workflow.
+the workflows' objects and nothing else, so it barely moves with the count
+(2.6-2.7 at 3 of each, 2.4-2.5 at 40 and at 200). It leaves out what the SDK's
+Rust core keeps per workflow, the same machinery for both kinds. The resident
+set (VmRSS) is printed beside it, but it moves with the allocator's arenas by
+more than a hundred idle workflows hold (at 3 of each it was sometimes negative).
+The last line is `ratio: X.XX`, heap per idle session over heap per idle bare
+workflow.
 
 The answers come from the `scripted` model replaced, in this process, by one
 that answers model call N with `answer N:` and B bytes, rather than from the
@@ -229,7 +231,7 @@ async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, si
     """Memory added per idle bare workflow and per idle session, `count` of each, all kept open.
 
     Python's heap is traced (`tracemalloc`) from after the first of each kind: it counts what
-    the workflows' objects hold and nothing else, so it is exact at any count. The resident set
+    the workflows' objects hold and nothing else, so it is steady at any count. The resident set
     also moves with the allocator's arenas and pages, by more than a hundred idle workflows hold,
     so it is printed for the whole picture but is noise below a few hundred of each.
 
