@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import time
 import uuid
@@ -128,6 +129,8 @@ async def main(turns: int, repeat: int) -> None:
                     results[name].append(run)
                 for key, seconds in round_of_sessions.items():
                     session_turns[key] += seconds
+            else:  # the start's and warm-up's garbage, else its full collection (120 ms) lands in a measured run
+                gc.collect()
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
         run_ms = ", ".join(f"{r.seconds * 1000:.0f}" for r in runs)
@@ -160,6 +163,11 @@ async def main(turns: int, repeat: int) -> None:
     print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
     unsandboxed = per_step_ms(results["ours"], turns) / per_step_ms(results["unsandboxed"], turns)
     print(f"ours over bare outside the sandbox (as AgentWorkflow runs): {unsandboxed:.2f}")
+    rounds = sorted(ours.seconds / bare.seconds for ours, bare in zip(results["ours"], results["bare"], strict=True))
+    print(
+        f"ours over bare in each measured round: {', '.join(f'{r:.2f}' for r in rounds)} (the spread is this "
+        f"machine's noise: a ratio within it of 1.15 has not settled which side of the target it is on)"
+    )
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
 
