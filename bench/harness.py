@@ -3,6 +3,7 @@ run's history."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -59,8 +60,10 @@ def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]
     if unless_configured and os.environ.get(STORAGE_VAR):
         yield None
         return
-    DEFAULT_LOCAL_DIR.parent.mkdir(exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="bench-", dir=DEFAULT_LOCAL_DIR.parent)).resolve()
+    parent = DEFAULT_LOCAL_DIR.parent
+    made_parent = not parent.exists()
+    parent.mkdir(exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="bench-", dir=parent)).resolve()
     before = os.environ.get(STORAGE_VAR)
     os.environ[STORAGE_VAR] = str(root)
     try:
@@ -71,6 +74,9 @@ def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]
         else:
             os.environ[STORAGE_VAR] = before
         shutil.rmtree(root, ignore_errors=True)
+        if made_parent:  # a benchmark run in a fresh folder leaves no empty `.stalwart/` behind
+            with contextlib.suppress(OSError):  # unless something else wrote there meanwhile
+                parent.rmdir()
 
 
 @asynccontextmanager
