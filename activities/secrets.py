@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 ALLOWED_ENV_VAR = "STALWART_ALLOWED_ENV"
 """Comma-separated names (or `PREFIX_*` patterns) of further variables agent files may read."""
@@ -157,6 +156,8 @@ def redact_value(value: Any, *, partial_tail: bool = False) -> Any:
 
 def _error_texts(err: BaseException) -> Iterator[str]:
     """Every message and detail of an error and the errors chained to it."""
+    from temporalio.exceptions import ApplicationError  # here: `stalwart check` reads the policy without the SDK
+
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
@@ -174,6 +175,8 @@ def redacted_error(err: BaseException) -> BaseException:
     """
     if not _by_length or not any(contains_secret(text) for text in _error_texts(err)):
         return err
+    from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+
     if isinstance(err, ApplicationError):
         return ApplicationError(
             redact(err.message),
