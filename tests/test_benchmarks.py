@@ -30,6 +30,7 @@ SMALLEST_RUNS = {
     "session_growth": ["--turns", "2", "4", "--idle", "3", "--low-events", "100"],
     "concurrency": ["--runs", "10", "--latency", "0.05"],
     "first_token": ["--samples", "2", "--pause", "0.01", "--poll", "0.02"],
+    "cli_start": ["--repeat", "1"],
 }
 
 

@@ -1,0 +1,124 @@
+"""How long the `stalwart` command takes to answer, started as a user starts it: `--help`, `check FILE`, `show ID`.
+
+Issue 14's target is at most 0.3 s each on this machine. Each command runs `--repeat` times as a fresh process
+of the installed `stalwart` executable, and its median wall time is printed; `show` reads a finished run of the
+calculator agent on a dev server started here. Two baselines run the same way, in the same rounds (so the
+machine's noise falls on all of them alike): the bare interpreter (`python -c pass`), and the interpreter
+importing the Temporal SDK's client (`import temporalio.client`, with the collector off as `stalwart` imports),
+which any Python command that talks to a Temporal server pays before it does anything. Then `show` runs once
+under `python -X importtime`, and its import time is split by package, to show where its start goes.
+
+Python compiles Stalwart's own modules on every start when it may not write their bytecode (an editable
+install with PYTHONDONTWRITEBYTECODE set, as on this machine), which costs `show` about 35 ms; the script
+says which case it measured.
+
+    .venv/bin/python -m bench.cli_start [--repeat 9]
+
+The last line is `ratio: X.XX`, `show` over the SDK's import: what Stalwart adds to the floor of any such
+command (1.00 would be nothing at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench.harness import bench_server
+from stalwart.client.agent_files import load_agent
+
+TARGET_SECONDS = 0.3
+AGENT_FILE = Path(__file__).resolve().parent.parent / "agents" / "calculator.toml"
+IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+\d+ \|( *)(\S+)$")
+
+
+def _stalwart() -> list[str]:
+    """The `stalwart` executable installed beside this interpreter, as a user runs it."""
+    executable = Path(sys.executable).parent / "stalwart"
+    if not executable.exists():
+        raise SystemExit(f"no `stalwart` executable beside {sys.executable}: install the project first (README)")
+    return [str(executable)]
+
+
+def _seconds(argv: list[str]) -> float:
+    started = time.perf_counter()
+    ran = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    if ran.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({ran.returncode}):\n{ran.stderr.decode()[-2000:]}")
+    return seconds
+
+
+def _import_split(argv: list[str]) -> dict[str, float]:
+    """Milliseconds of import, self time summed by top-level package, of one run of `argv` under -X importtime."""
+    ran = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    split: dict[str, float] = defaultdict(float)
+    for line in ran.stderr.splitlines():
+        match = IMPORT_LINE.match(line)
+        if match:
+            split[match.group(3).split(".")[0]] += int(match.group(1)) / 1000
+    return split
+
+
+def _bytecode_note() -> str:
+    """Whether the commands found Stalwart's modules compiled: without, each start compiles them again."""
+    from stalwart.client import cli
+
+    if Path(importlib.util.cache_from_source(cli.__file__)).exists():
+        return "Stalwart's modules had a bytecode cache"
+    return "Stalwart's modules had no bytecode cache, so each start compiled them (PYTHONDONTWRITEBYTECODE)"
+
+
+async def main(repeat: int) -> None:
+    async with bench_server() as stalwart:
+        handle = await stalwart.start(load_agent(AGENT_FILE), "What is (17 * 23) + 4?")
+        await handle.result()
+        run_id, address = handle.run_id, stalwart.temporal.service_client.config.target_host
+        python, cli = [sys.executable], _stalwart()
+        commands = {
+            "python -c pass": [*python, "-c", "pass"],
+            # With the collector off during the import, as `stalwart` imports (cli.py: `_collect_from_now_on`).
+            "import temporalio.client": [*python, "-c", "import gc; gc.disable(); import temporalio.client"],
+            "stalwart --help": [*cli, "--help"],
+            "stalwart check FILE": [*cli, "check", str(AGENT_FILE)],
+            "stalwart show ID": [*cli, "show", run_id, "--address", address],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for round_ in range(repeat + 1):  # round 0 warms the file cache and is not counted
+            for name, argv in commands.items():
+                seconds = await asyncio.to_thread(_seconds, argv)
+                if round_:
+                    times[name].append(seconds)
+        split = await asyncio.to_thread(
+            _import_split, ["-m", "stalwart.client.cli", "show", run_id, "--address", address]
+        )
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    floor = medians["import temporalio.client"]
+    print(f"each command started {repeat} times as a fresh process, median wall time; {_bytecode_note()}")
+    for name, seconds in medians.items():
+        verdict = f"  (target <= {TARGET_SECONDS} s: {'met' if seconds <= TARGET_SECONDS else 'not met'})"
+        print(
+            f"{name:>25}: {seconds:.3f} s  ({seconds / floor:.2f} of the SDK's import)"
+            + (verdict if name.startswith("stalwart") else "")
+        )
+    total = sum(split.values())
+    largest = sorted(split.items(), key=lambda item: -item[1])[:6]
+    parts = ", ".join(f"{package} {ms:.0f}" for package, ms in largest)
+    print(f"show's imports under -X importtime: {total:.0f} ms of self time, by package: {parts} ms")
+    print(f"ratio: {medians['stalwart show ID'] / floor:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=9, help="times each command is started (after a warm-up)")
+    args = parser.parse_args()
+    asyncio.run(main(args.repeat))
