@@ -1,18 +1,16 @@
 """What one agent step costs on Temporal: our loop against a bare workflow with the same activity round trips.
 
-A run of ours is N turns of the scripted model calling the no-op `echo` tool,
-then an answer: 2N+2 activities (describe_tools, N+1 model turns, N tools).
-Each model turn reads the conversation from storage and appends the new
-messages to it (no query of the workflow since sessions landed). The bare
-workflow schedules the same activities as no-ops and nothing else;
-"bare+query" also makes each model no-op query its workflow, which is what
-our model activity used to do; "typed" gives every no-op one pydantic input and
-output and a summary, as every activity of ours has, so "ours over typed" is
-what our own code adds beyond what the SDK charges any such activity. The baselines run in the SDK's sandbox,
-its default, and `AgentWorkflow` does not (workflows/agent.py says why); "unsandboxed" is the bare workflow
-outside it too, so "ours over bare outside the sandbox" leaves what the sandbox costs out of the comparison.
-All run one at a time, interleaved, on one fresh in-memory dev server; the first run of each is a warm-up. A
-step is one turn.
+A run of ours is N turns of the scripted model calling the no-op `echo` tool, then an answer: 2N+2 activities
+(describe_tools, N+1 model turns, N tools). Each model turn reads the conversation from storage and appends
+the new messages to it (no query of the workflow since sessions landed). The bare workflow schedules the same
+activities as no-ops and nothing else; "bare+query" also makes each model no-op query its workflow, which is
+what our model activity used to do; "typed" gives every no-op one pydantic input and output and a summary, as
+every activity of ours has, so "ours over typed" is what our own code adds beyond what the SDK charges any
+such activity, less what leaving the sandbox saves (bench/README.md has the split). The baselines run in the
+SDK's sandbox, its default, and `AgentWorkflow` does not (workflows/agent.py says why); "unsandboxed" is the
+bare workflow outside it too, so "ours over bare outside the sandbox" leaves what the sandbox costs out of the
+comparison. All run one at a time, interleaved, on one fresh in-memory dev server; the first run of each is a
+warm-up. A step is one turn.
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
 """
