@@ -5,7 +5,7 @@ of the installed `stalwart` executable, and its median wall time is printed; `sh
 calculator agent on a dev server started here. Two baselines run the same way, in the same rounds (so the
 machine's noise falls on all of them alike): the bare interpreter (`python -c pass`), and the interpreter
 importing the Temporal SDK's client (`import temporalio.client`, with the collector off as `stalwart` imports),
-which any Python command that talks to a Temporal server pays before it does anything. Then `show` runs once
+which any command built on that client (as `StalwartClient` is) pays before it does anything. Then `show` runs once
 under `python -X importtime`, and its import time is split by package, to show where its start goes.
 
 Python compiles Stalwart's own modules on every start when it may not write their bytecode (an editable
@@ -15,7 +15,7 @@ says which case it measured.
     .venv/bin/python -m bench.cli_start [--repeat 9]
 
 The last line is `ratio: X.XX`, `show` over the SDK's import: what Stalwart adds to the floor of any such
-command (1.00 would be nothing at all).
+command (1.00 would be nothing at all). bench/README.md has what a `show` without the SDK's client would take.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ async def main(turns: int, repeat: int) -> None:
     print(f"ours over bare outside the sandbox (as AgentWorkflow runs): {unsandboxed:.2f}")
     rounds = sorted(ours.seconds / bare.seconds for ours, bare in zip(results["ours"], results["bare"], strict=True))
     print(
-        f"ours over bare in each measured round: {', '.join(f'{r:.2f}' for r in rounds)} (the spread is this "
+        f"ours over bare in each measured round, sorted: {', '.join(f'{r:.2f}' for r in rounds)} (the spread is this "
         f"machine's noise: a ratio within it of 1.15 has not settled which side of the target it is on)"
     )
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
