@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.harness import bench_server
+from bench.options import count
 from stalwart.client import cli
 from stalwart.client.agent_files import load_agent
 
@@ -121,6 +122,6 @@ async def main(repeat: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=9, help="times each command is started (after a warm-up)")
+    parser.add_argument("--repeat", type=count, default=9, help="times each command is started (after a warm-up)")
     args = parser.parse_args()
     asyncio.run(main(args.repeat))

@@ -44,6 +44,7 @@ from temporalio.worker import Worker
 
 from bench import baselines
 from bench.harness import scratch_storage
+from bench.options import count, seconds
 from stalwart.activities import providers
 from stalwart.activities.providers.scripted import ScriptedProvider
 from stalwart.client.api import StalwartClient
@@ -220,7 +221,7 @@ async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds the simulated model takes per call")
+    parser.add_argument("--runs", type=count, default=1000)
+    parser.add_argument("--latency", type=seconds, default=0.2, help="seconds the simulated model takes per call")
     args = parser.parse_args()
     asyncio.run(main(args.runs, args.latency))

@@ -39,6 +39,7 @@ import time
 import openai
 
 from bench.harness import scratch_storage
+from bench.options import count, seconds
 from stalwart.client.api import StalwartClient
 from stalwart.client.stream import AnswerDelta
 from stalwart.contracts.agent import AgentSpec
@@ -144,8 +145,8 @@ async def main(samples: int, pause: float, poll: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=40)
-    parser.add_argument("--pause", type=float, default=0.05, help="seconds between the streamed events")
-    parser.add_argument("--poll", type=float, default=0.1, help="RunHandle.stream()'s poll interval")
+    parser.add_argument("--samples", type=count, default=40)
+    parser.add_argument("--pause", type=seconds, default=0.05, help="seconds between the streamed events")
+    parser.add_argument("--poll", type=seconds, default=0.1, help="RunHandle.stream()'s poll interval")
     args = parser.parse_args()
     asyncio.run(main(args.samples, args.pause, args.poll))

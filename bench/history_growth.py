@@ -33,6 +33,7 @@ import json
 
 from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
 from bench.harness import Run, bench_server, run_bare, run_ours, scratch_storage, storage_bytes
+from bench.options import count
 from stalwart.activities import providers
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import AgentSpec, Budgets
@@ -161,12 +162,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--turns",
-        type=int,
+        type=count,
         nargs="+",
         default=[5, 20, 40],
         help="tool calls per run, two sizes at least (default 5 20 40)",
     )
-    parser.add_argument("--result-bytes", type=int, default=2048, help="size of each tool result (default 2048)")
+    parser.add_argument("--result-bytes", type=count, default=2048, help="size of each tool result (default 2048)")
     args = parser.parse_args()
     if len(set(args.turns)) < 2:
         parser.error("--turns needs two different sizes at least: growth is measured between sizes")

@@ -29,6 +29,7 @@ from typing import Any
 import anthropic
 import openai
 
+from bench.options import count
 from stalwart.activities.providers.anthropic import AnthropicProvider
 from stalwart.activities.providers.base import StreamingModelProvider
 from stalwart.activities.providers.calling import Endpoint
@@ -154,5 +155,7 @@ async def main(turns: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, default=200, help="measured turns of each kind per provider (default 200)")
+    parser.add_argument(
+        "--turns", type=count, default=200, help="measured turns of each kind per provider (default 200)"
+    )
     asyncio.run(main(parser.parse_args().turns))

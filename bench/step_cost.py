@@ -28,6 +28,7 @@ from typing import Any
 
 from bench.baselines import BareSessionWorkflow, BareStepsWorkflow, TypedStepsWorkflow, UnsandboxedBareStepsWorkflow
 from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
+from bench.options import count
 from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
@@ -171,7 +172,7 @@ async def main(turns: int, repeat: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, default=20, help="tool-calling turns per run (default 20)")
-    parser.add_argument("--repeat", type=int, default=5, help="measured runs of each workflow (default 5)")
+    parser.add_argument("--turns", type=count, default=20, help="tool-calling turns per run (default 20)")
+    parser.add_argument("--repeat", type=count, default=5, help="measured runs of each workflow (default 5)")
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.repeat))

@@ -43,6 +43,39 @@ def _is_benchmark(source: str) -> bool:
     return 'if __name__ == "__main__":' in source
 
 
+def test_every_number_a_benchmark_takes_is_checked_before_it_runs():
+    unchecked = {
+        path.name: found
+        for path in (REPO / "bench").glob("*.py")
+        if (found := re.findall(r"type=(?:int|float)\b", path.read_text()))
+    }
+    assert unchecked == {}, "give the option `type=count` or `type=seconds` (bench/options.py)"
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "arguments", "refusal"),
+    [
+        ("step_cost", ["--repeat", "0"], "argument --repeat: 0 measures nothing: give 1 or more"),
+        ("history_growth", ["--turns", "5", "2.5"], "argument --turns: '2.5' is not a whole number: give 1 or more"),
+        ("first_token", ["--pause", "-1"], "argument --pause: -1 is not a duration: give 0 or more seconds"),
+        ("concurrency", ["--latency", "nan"], "argument --latency: nan is not a duration: give 0 or more seconds"),
+    ],
+)
+def test_a_benchmark_refuses_a_size_that_measures_nothing_before_starting_a_server(
+    benchmark: str, arguments: list[str], refusal: str
+):
+    ran = subprocess.run(
+        [sys.executable, "-m", f"bench.{benchmark}", *arguments],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 2
+    assert refusal in ran.stderr
+    assert ran.stdout == ""  # no server was started, nothing was measured
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("benchmark", sorted(SMALLEST_RUNS))
 def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
