@@ -35,6 +35,7 @@ from bench.harness import bench_server
 from bench.options import count
 from stalwart.client import cli
 from stalwart.client.agent_files import load_agent
+from stalwart.workers.dev_server import find_executable
 
 TARGET_SECONDS = 0.3
 SDK_IMPORT, SHOW = "import temporalio.client", "stalwart show ID"
@@ -43,11 +44,11 @@ IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+\d+ \| *(\S+)$")
 
 
 def _stalwart() -> str:
-    """The `stalwart` executable installed beside this interpreter, as a user runs it."""
-    executable = Path(sys.executable).parent / "stalwart"
-    if not executable.exists():
-        raise SystemExit(f"no `stalwart` executable beside {sys.executable}: install the project first (README)")
-    return str(executable)
+    """The `stalwart` executable installed into this environment, as a user runs it."""
+    try:
+        return str(find_executable("stalwart"))
+    except FileNotFoundError:
+        raise SystemExit("no `stalwart` executable in this environment: install the project first (README)") from None
 
 
 def _finished(argv: list[str]) -> subprocess.CompletedProcess[str]:
