@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +40,45 @@ def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
             dev_server.DevServerExited, match=f"can't set frontend port {taken}.*address already in use"
         ):
             asyncio.run(server.start())
+
+
+OWNER = """
+import asyncio, sys
+from stalwart.workers.dev_server import DevServer
+
+async def main():
+    async with DevServer(port=None, ui_port=None) as server:
+        print(server.process.pid, server.port, flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, exited but not yet reaped by whoever adopted it, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the server is tied to its owner with Linux's prctl")
+def test_a_dev_server_stops_when_the_process_that_started_it_is_killed():
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert owner.stdout is not None
+    server_pid, port = (int(word) for word in owner.stdout.readline().split())
+    try:
+        owner.kill()  # SIGKILL: the owner unwinds nothing, so only the kernel can tell the server
+        owner.wait()
+        deadline = time.monotonic() + 60  # not a speed limit: a bound so a server that outlives it fails, not hangs
+        while _running(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(server_pid), "the dev server outlived the process that started it"
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server_pid, signal.SIGKILL)

@@ -8,12 +8,14 @@ does not find it and the SDK would try to download a server instead.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,28 @@ def free_port() -> int:
 
 
 PORT_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _stops_when_its_owner_dies() -> Callable[[], None] | None:
+    """For `Popen(preexec_fn=...)`: the server is sent SIGTERM when the thread that started it dies, however it dies.
+
+    `stop` ends the server when its owner unwinds (Ctrl-C, SIGTERM, a test's teardown), but an owner that is killed
+    (SIGKILL, the OOM killer, a closed terminal's SIGHUP, a CI timeout) unwinds nothing, and the server, in a session
+    of its own, kept running: its ports stayed taken and the next `stalwart dev` could not start. Linux only
+    (`prctl`); elsewhere None, and such a server must be stopped by hand.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    owner = os.getpid()
+
+    def in_the_child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != owner:  # the owner died between the fork and the line above: nothing would signal
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_the_child
 
 
 class DevServerExited(RuntimeError):
@@ -120,8 +144,12 @@ class DevServer:
                     raise
 
     async def _start(self, timeout: float) -> None:
-        self.process = subprocess.Popen(
-            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        self.process = subprocess.Popen(  # a session of its own: a terminal's Ctrl-C reaches only its owner, which
+            self.command(),  # stops it in order (after its worker)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_stops_when_its_owner_dies(),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
