@@ -10,12 +10,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from stalwart.workers import dev_server
 from stalwart.workers.dev_server import DevServer
+
+from support.processes import still_running
 
 
 @pytest.mark.slow
@@ -55,22 +56,6 @@ asyncio.run(main())
 """
 
 
-def _running(pid: int) -> bool:
-    """Whether any thread of process `pid` still runs.
-
-    A zombie thread does not, but the first thread's state is not the process's: it can be a zombie while the
-    others still exit, holding the process's sockets (the Go server's ports stayed open for a moment)."""
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return False
-    for thread in threads:
-        with contextlib.suppress(FileNotFoundError):
-            if Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                return True
-    return False
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the server is tied to its owner with Linux's prctl")
 def test_a_dev_server_stops_when_the_process_that_started_it_is_killed():
@@ -81,9 +66,9 @@ def test_a_dev_server_stops_when_the_process_that_started_it_is_killed():
         owner.kill()  # SIGKILL: the owner unwinds nothing, so only the kernel can tell the server
         owner.wait()
         deadline = time.monotonic() + 60  # not a speed limit: a bound so a server that outlives it fails, not hangs
-        while _running(server_pid) and time.monotonic() < deadline:
+        while still_running(server_pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _running(server_pid), "the dev server outlived the process that started it"
+        assert not still_running(server_pid), "the dev server outlived the process that started it"
         with socket.socket() as probe:  # and its port is free for the next `stalwart dev`
             assert probe.connect_ex(("127.0.0.1", port)) != 0
     finally:

@@ -18,6 +18,7 @@ from stalwart.client.api import StalwartClient
 from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.agent import McpStdioServer
 
+from support.processes import still_running
 from wire_server.script import Reply, Stall
 from wire_server.server import Script, WireServer
 
@@ -44,17 +45,6 @@ def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[
     ]
     with log.open("wb") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 async def _until(started: Path | Script, worker: subprocess.Popen[bytes], log: Path) -> str:
@@ -113,7 +103,7 @@ async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(
         assert code == 143, output
         assert "stopping: no new work is taken" in output and "stopped: drained in" in output
         if mcp_pid is not None:
-            assert not _pid_alive(mcp_pid), "the MCP server the worker started is stopped with it"
+            assert not still_running(mcp_pid), "the MCP server the worker started is stopped with it"
         # The run was left in a state another worker finishes.
         if state != "mcp-handshake":
             second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")

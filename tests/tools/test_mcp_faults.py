@@ -31,19 +31,10 @@ from stalwart.contracts.agent import McpHttpServer, McpStdioServer
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import default_registry
 
+from support.processes import still_running
+
 HERE = Path(__file__).resolve().parent
 HANGING = HERE / "mcp_hanging_server.py"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (exited, not yet reaped) is gone too
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def hanging(tmp_path: Path, **fields: object) -> tuple[McpStdioServer, Path]:
@@ -148,7 +139,7 @@ async def test_mcp_stdio_handshake_has_a_deadline_that_names_the_server(tmp_path
     assert "did not answer the MCP handshake within 1s" in message and "handshake_seconds" in message
     assert not caught.value.non_retryable, "tried once more: a slow first start may be quick the second time"
     pid = int(pid_file.read_text())
-    assert not _pid_alive(pid), "the server that never answered is stopped"
+    assert not still_running(pid), "the server that never answered is stopped"
 
 
 @contextmanager
@@ -222,7 +213,7 @@ async def test_mcp_cancelled_handshake_stops_at_once_and_stops_the_server(tmp_pa
     took = time.monotonic() - started
     await activities.aclose()
     print(f"\ncancelled handshake ended {took:.2f}s after the cancel")
-    assert not _pid_alive(pid)
+    assert not still_running(pid)
 
 
 # -- defect 2 ---------------------------------------------------------------------
