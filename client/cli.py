@@ -1304,7 +1304,7 @@ async def _temporal(args: argparse.Namespace, *, embedded: bool) -> AsyncIterato
     registry = default_registry(args.tools)
     server = DevServer(port=args.port, ui_port=args.ui_port, db_file=args.data_dir / "temporal.db")
     codec = _dev_codec_server(args, server)
-    print(f"starting the Temporal dev server ({server.db_file}) …", file=sys.stderr)
+    print(f"starting the Temporal dev server ({server.db_file}, its log in {server.log_file}) …", file=sys.stderr)
     async with codec, server:
         metrics = getattr(args, "metrics_port", None)  # `stalwart dev --metrics-port`
         # A local server: no cloud profile, no TLS.

@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -41,6 +42,33 @@ def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
             dev_server.DevServerExited, match=f"can't set frontend port {taken}.*address already in use"
         ):
             asyncio.run(server.start())
+
+
+def test_a_dev_server_that_exits_at_start_quotes_that_start_of_its_log_and_names_the_file(tmp_path):
+    db_file = tmp_path / "temporal.db"
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        taken = squatter.getsockname()[1]
+        for _ in range(2):  # the second start appends to the log; its error quotes its own lines only
+            with pytest.raises(dev_server.DevServerExited) as exited:
+                asyncio.run(DevServer(port=taken, ui_port=None, db_file=db_file).start())
+    message = str(exited.value)
+    assert f"its whole log: {tmp_path / 'temporal.log'}" in message
+    assert message.count(f"can't set frontend port {taken}") == 1
+    assert (tmp_path / "temporal.log").read_text().count(f"can't set frontend port {taken}") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's descriptors from /proc")
+@pytest.mark.parametrize("persisted", [True, False], ids=["with a database", "in memory"])
+async def test_a_dev_server_logs_to_a_file_not_to_a_pipe_nobody_reads(tmp_path, persisted):
+    db_file = tmp_path / "temporal.db" if persisted else None
+    async with DevServer(port=None, ui_port=None, db_file=db_file) as server:
+        assert server.process is not None
+        stderr = f"/proc/{server.process.pid}/fd/2"
+        assert stat.S_ISREG(os.stat(stderr).st_mode), "a pipe fills once nobody reads it, and the server then blocks"
+        if persisted:
+            assert os.readlink(stderr) == str(tmp_path / "temporal.log")
 
 
 OWNER = """

@@ -15,9 +15,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from temporalio.client import Client
 
@@ -89,6 +91,10 @@ class DevServer:
 
     With `port=None` it takes a free port, and takes another if a different process
     binds that one between the choice and the server's start (tests and benchmarks).
+
+    The server's own log goes to a file, `log_file` beside `db_file` (appended to at each start), or an unnamed
+    temporary file without one: never to a pipe, which nobody reads once the server is up, so a server that logged
+    more than a pipe holds (64 KiB) over a long life would block on its next line.
     """
 
     port: int | None = 7233
@@ -97,6 +103,7 @@ class DevServer:
     namespace: str = "default"
     extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -105,6 +112,11 @@ class DevServer:
     @property
     def ui_url(self) -> str | None:
         return f"http://localhost:{self.ui_port}" if self.ui_port else None
+
+    @property
+    def log_file(self) -> Path | None:
+        """Where the server logs (at level `error`), when it persists to `db_file`."""
+        return self.db_file.with_suffix(".log") if self.db_file is not None else None
 
     def command(self) -> list[str]:
         cmd = [
@@ -144,10 +156,15 @@ class DevServer:
                     raise
 
     async def _start(self, timeout: float) -> None:
+        command = self.command()  # creates db_file's folder, where the log goes
+        self._close_log()
+        # Open while the server runs, closed by `stop` (or below, when the server exits while starting).
+        self._log = open(self.log_file, "a+b") if self.log_file else tempfile.TemporaryFile()  # noqa: SIM115
+        logged_from = self._log.tell()
         self.process = subprocess.Popen(  # a session of its own: a terminal's Ctrl-C reaches only its owner, which
-            self.command(),  # stops it in order (after its worker)
+            command,  # stops it in order (after its worker)
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self._log,
             start_new_session=True,
             preexec_fn=_stops_when_its_owner_dies(),
         )
@@ -155,13 +172,16 @@ class DevServer:
         deadline = loop.time() + timeout
         while True:
             if self.process.poll() is not None:
-                stderr = self.process.stderr.read().decode(errors="replace").strip() if self.process.stderr else ""
+                self._log.seek(logged_from)
+                stderr = self._log.read().decode(errors="replace").strip()
+                self._close_log()
                 excerpt = (
                     stderr if len(stderr) <= 2000 else f"{stderr[:1000]}\n…\n{stderr[-1000:]}"
                 )  # the cause leads a Go panic
+                log = f" (its whole log: {self.log_file})" if self.log_file is not None else ""
                 raise DevServerExited(
-                    f"the Temporal dev server exited with code {self.process.returncode}: {excerpt}\n"
-                    f"Is port {self.port} or {self.ui_port} already in use? Choose others with --port / --ui-port."
+                    f"the Temporal dev server exited with code {self.process.returncode}{log}: {excerpt}\n"
+                    + self._ports_taken_hint()
                 )
             try:
                 client = await Client.connect(self.address, namespace=self.namespace, data_converter=DATA_CONVERTER)
@@ -175,15 +195,25 @@ class DevServer:
                     ) from err
                 await asyncio.sleep(0.1)
 
+    def _ports_taken_hint(self) -> str:
+        if self.ui_port:
+            return f"Is port {self.port} or {self.ui_port} already in use? Choose others with --port / --ui-port."
+        return f"Is port {self.port} already in use? Choose another with --port."
+
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     async def __aenter__(self) -> DevServer:
         await self.start()
