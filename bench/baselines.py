@@ -17,7 +17,10 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts import names
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult
+    from stalwart.contracts.tools import ToolSpec
+    from stalwart.workflows import policies
 
 TIMEOUT = timedelta(seconds=60)
 
@@ -166,6 +169,66 @@ class BareLatencyStepsWorkflow:
         return turns
 
 
+PRICED_FEATURES = ("search attributes", "activity timeouts", "history bytes")
+"""What every run of ours carries and `BareLatencyStepsWorkflow` lacks, priced on the server by
+`bench/server_cost.py` (with `BareLatencyStepsWithWorkflow`)."""
+
+_TOOL_TIMEOUT = timedelta(seconds=ToolSpec.model_fields["timeout_seconds"].default)
+_TOOL_HEARTBEAT = timedelta(seconds=ToolSpec.model_fields["heartbeat_timeout_seconds"].default)
+
+
+@activity.defn(name="bench_padded_step")
+async def padded_step(latency: float, padding: str) -> str:
+    """A no-op after `latency` seconds that takes `padding` and returns it: history bytes and nothing else."""
+    if latency:
+        await asyncio.sleep(latency)
+    return padding
+
+
+@workflow.defn(name="BareLatencyStepsWith")
+class BareLatencyStepsWithWorkflow:
+    """`BareLatencyStepsWorkflow` with some of `PRICED_FEATURES` as the agent loop has them:
+
+    - `search attributes`: the run starts with Stalwart's (the starter sets them, as `StalwartClient` does), a
+      patch marker after the first model step (the SDK's core upserts `TemporalChangeVersion` for it, as for the
+      loop's patches), and the final status and counters upserted before the end;
+    - `activity timeouts`: the model and tool activities' timeouts and heartbeat timeouts as the loop sets them
+      (`workflows/policies.py`, a tool's defaults);
+    - `history bytes`: `padding` in every activity's input and again in its result, where most of the bytes a run
+      of ours has beyond a bare one are.
+    """
+
+    @workflow.run
+    async def run(self, turns: int, latency: float, features: list[str], padding: str = "") -> str:
+        model: dict[str, Any] = {"start_to_close_timeout": TIMEOUT}
+        tool: dict[str, Any] = {"start_to_close_timeout": TIMEOUT}
+        if "activity timeouts" in features:
+            model = {
+                "start_to_close_timeout": policies.MODEL_START_TO_CLOSE,
+                "schedule_to_close_timeout": policies.MODEL_SCHEDULE_TO_CLOSE,
+                "heartbeat_timeout": policies.MODEL_HEARTBEAT,
+            }
+            tool = {"start_to_close_timeout": _TOOL_TIMEOUT, "heartbeat_timeout": _TOOL_HEARTBEAT}
+        padding = padding if "history bytes" in features else ""
+        await workflow.execute_activity(padded_step, args=[0.0, padding], start_to_close_timeout=TIMEOUT)
+        for turn in range(turns):
+            await workflow.execute_activity(padded_step, args=[latency, padding], **model)
+            if turn == 0 and "search attributes" in features:
+                workflow.patched("bench-priced-marker")
+            await workflow.execute_activity(padded_step, args=[0.0, padding], **tool)
+        await workflow.execute_activity(padded_step, args=[latency, padding], **model)
+        if "search attributes" in features:
+            workflow.upsert_search_attributes(
+                [
+                    names.AGENT_STATUS.value_set("done"),
+                    names.AGENT_STEPS.value_set(turns + 1),
+                    names.AGENT_TOKENS.value_set(100 * (turns + 1)),
+                    names.AGENT_COST_USD.value_set(0.001 * (turns + 1)),
+                ]
+            )
+        return "done"
+
+
 class CarriedModelRequest(BaseModel):
     """A model call that carries the whole conversation, as the published integrations do."""
 
@@ -233,6 +296,15 @@ WORKFLOWS = [
     TypedStepsWorkflow,
     BareSessionWorkflow,
     BareLatencyStepsWorkflow,
+    BareLatencyStepsWithWorkflow,
     CarriedConversationWorkflow,
 ]
-ACTIVITIES: list[Callable[..., Any]] = [noop, querying_noop, typed_step, slow_model, carried_model, blob_activity]
+ACTIVITIES: list[Callable[..., Any]] = [
+    noop,
+    querying_noop,
+    typed_step,
+    slow_model,
+    padded_step,
+    carried_model,
+    blob_activity,
+]

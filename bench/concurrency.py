@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench import baselines
@@ -116,7 +117,7 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _process_cpu_seconds(pid: int) -> float:
+def process_cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of another process (the dev server), from /proc."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
@@ -131,7 +132,9 @@ def _rss_mib() -> float:
     return float("nan")
 
 
-async def _phase(name: str, runs: int, start_one: Callable[[int], Awaitable[Awaitable[Any]]], server_pid: int) -> Phase:
+async def run_phase(
+    name: str, runs: int, start_one: Callable[[int], Awaitable[Awaitable[Any]]], server_pid: int
+) -> Phase:
     """Start `runs` runs (100 starts in flight at a time), then wait for every result."""
     gate = asyncio.Semaphore(100)
 
@@ -139,7 +142,7 @@ async def _phase(name: str, runs: int, start_one: Callable[[int], Awaitable[Awai
         async with gate:
             return await start_one(n)
 
-    server_cpu, cpu, began = _process_cpu_seconds(server_pid), _cpu_seconds(), time.perf_counter()
+    server_cpu, cpu, began = process_cpu_seconds(server_pid), _cpu_seconds(), time.perf_counter()
     waits = await asyncio.gather(*(started(n) for n in range(runs)))
     start_seconds = time.perf_counter() - began
     await asyncio.gather(*waits)
@@ -150,9 +153,22 @@ async def _phase(name: str, runs: int, start_one: Callable[[int], Awaitable[Awai
         seconds,
         start_seconds,
         _cpu_seconds() - cpu,
-        _process_cpu_seconds(server_pid) - server_cpu,
+        process_cpu_seconds(server_pid) - server_cpu,
         _rss_mib(),
     )
+
+
+def both_workers(client: Client) -> tuple[Worker, Worker]:
+    """Our worker and the baselines' one, with the same options: `build_worker`'s defaults."""
+    ours = build_worker(client, task_queue=OUR_QUEUE)
+    bare = Worker(
+        client,
+        task_queue=BARE_QUEUE,
+        workflows=baselines.WORKFLOWS,
+        activities=baselines.ACTIVITIES,
+        **WORKER_DEFAULTS,
+    )
+    return ours, bare
 
 
 async def main(runs: int, latency: float) -> None:
@@ -166,14 +182,7 @@ async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
     async with DevServer(port=None, ui_port=None) as server:
         stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
         client = stalwart.temporal
-        ours = build_worker(client, task_queue=OUR_QUEUE)
-        bare = Worker(
-            client,
-            task_queue=BARE_QUEUE,
-            workflows=baselines.WORKFLOWS,
-            activities=baselines.ACTIVITIES,
-            **WORKER_DEFAULTS,
-        )
+        ours, bare = both_workers(client)
         tag = uuid.uuid4().hex[:8]
 
         async def start_ours(n: int) -> Awaitable[Any]:
@@ -195,15 +204,15 @@ async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
         assert server.process is not None
         pid = server.process.pid
         async with ours, bare:
-            await _phase("warm-up", 20, start_ours, pid)
-            await _phase("warm-up", 20, start_bare, pid)
-            await _phase("warm-up", 20, start_typed, pid)
-            first_bare = await _phase("bare", runs, start_bare, pid)
-            first_typed = await _phase("typed", runs, start_typed, pid)
-            first_ours = await _phase("ours", runs, start_ours, pid)
-            ours_phase = first_ours + await _phase("ours", runs, start_ours, pid)
-            typed_phase = first_typed + await _phase("typed", runs, start_typed, pid)
-            bare_phase = first_bare + await _phase("bare", runs, start_bare, pid)
+            await run_phase("warm-up", 20, start_ours, pid)
+            await run_phase("warm-up", 20, start_bare, pid)
+            await run_phase("warm-up", 20, start_typed, pid)
+            first_bare = await run_phase("bare", runs, start_bare, pid)
+            first_typed = await run_phase("typed", runs, start_typed, pid)
+            first_ours = await run_phase("ours", runs, start_ours, pid)
+            ours_phase = first_ours + await run_phase("ours", runs, start_ours, pid)
+            typed_phase = first_typed + await run_phase("typed", runs, start_typed, pid)
+            bare_phase = first_bare + await run_phase("bare", runs, start_bare, pid)
     print(
         f"{runs} runs at once on one worker, {STEPS_PER_RUN} model steps of {latency * 1000:.0f} ms and "
         f"{TOOL_TURNS} no-op tools each; worker options: {WORKER_DEFAULTS}; phases bare, typed, ours, ours, typed, bare"

@@ -31,6 +31,7 @@ SMALLEST_RUNS = {
     "concurrency": ["--runs", "10", "--latency", "0.05"],
     "first_token": ["--samples", "2", "--pause", "0.01", "--poll", "0.02"],
     "cli_start": ["--repeat", "1"],
+    "server_cost": ["--runs", "5", "--latency", "0.05", "--settle", "0"],
 }
 
 
