@@ -549,7 +549,7 @@ def _dev_options(parser: argparse.ArgumentParser) -> None:
         help="with STALWART_ENCRYPTION_KEYS set: port of the codec server the Web UI decrypts through (default: 8234)",
     )
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its SQLite file"
+        "--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its database and its log"
     )
 
 
