@@ -88,8 +88,8 @@ async def _measure(runs: int, latency: float, settle: float) -> None:
         our_attributes = stalwart._start_options(agent, "echo twice", status="running")["search_attributes"]
         ours, bare = both_workers(client)
         tag = uuid.uuid4().hex[:8]
-        padding = ""
-        first_ids: dict[str, str] = {}
+        padding = ""  # sized after the warm-up; `start` reads it when it starts a run
+        first_ids: dict[str, str] = {}  # a run of each side, to measure its history
 
         def starting(side: str, phase: str) -> Callable[[int], Awaitable[Awaitable[Any]]]:
             async def start(n: int) -> Awaitable[Any]:
