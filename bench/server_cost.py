@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from bench import baselines
@@ -40,6 +40,7 @@ from bench.concurrency import (
     BARE_QUEUE,
     OUR_QUEUE,
     TOOL_TURNS,
+    Phase,
     SlowScriptedModel,
     both_workers,
     echo_agent,
@@ -54,23 +55,11 @@ from stalwart.workers.dev_server import DevServer
 
 ALL_THREE = "all three"
 SIDES = ("bare", *baselines.PRICED_FEATURES, ALL_THREE, "ours")
-ACTIVITIES_PER_RUN = 2 * TOOL_TURNS + 2
 WARM_UP_RUNS = 20
 
 
-@dataclass
-class Side:
-    """A side's phases summed (runs, wall seconds, the dev server's CPU seconds with the settling), and the
-    history size of one of its runs."""
-
-    runs: int = 0
-    seconds: float = 0.0
-    server_cpu_seconds: float = 0.0
-    history_bytes: int = 0
-
-    @property
-    def server_ms_per_run(self) -> float:
-        return 1000 * self.server_cpu_seconds / self.runs
+def _server_ms_per_run(phase: Phase) -> float:
+    return 1000 * phase.server_cpu_seconds / phase.runs
 
 
 async def main(runs: int, latency: float, settle: float) -> None:
@@ -115,35 +104,30 @@ async def _measure(runs: int, latency: float, settle: float) -> None:
 
             return start
 
-        async def history_bytes(side: str) -> int:
-            return (await measure(stalwart, first_ids[side]))[1]
-
         assert server.process is not None
         pid = server.process.pid
-        totals = {side: Side() for side in SIDES}
+        totals: dict[str, Phase] = {}
         async with ours, bare:
             for side in SIDES:
                 await run_phase("warm-up", min(runs, WARM_UP_RUNS), starting(side, "warm-up"), pid)
-            sizes = {side: await history_bytes(side) for side in SIDES}
-            explained = sum(sizes[side] - sizes["bare"] for side in baselines.PRICED_FEATURES)
+            sizes = {side: await measure(stalwart, first_ids[side]) for side in SIDES}
+            extra = sizes["ours"][1] - sizes["bare"][1]
+            explained = sum(sizes[side][1] - sizes["bare"][1] for side in baselines.PRICED_FEATURES)
             # In each activity's input and its result; JSON adds nothing to ASCII letters.
-            padding = "x" * max(0, (sizes["ours"] - sizes["bare"] - explained) // (2 * ACTIVITIES_PER_RUN))
+            padding = "x" * max(0, (extra - explained) // (2 * sizes["history bytes"][2]))
             first_ids.pop("history bytes")
             first_ids.pop(ALL_THREE)
             for number, side in enumerate([*SIDES, *reversed(SIDES)]):
                 before = process_cpu_seconds(pid)
                 phase = await run_phase(side, runs, starting(side, f"p{number}"), pid)
                 await asyncio.sleep(settle)
-                total = totals[side]
-                total.runs += phase.runs
-                total.seconds += phase.seconds
-                total.server_cpu_seconds += process_cpu_seconds(pid) - before
-            for side in SIDES:
-                totals[side].history_bytes = await history_bytes(side)
-    _report(runs, latency, settle, totals)
+                phase = dataclasses.replace(phase, server_cpu_seconds=process_cpu_seconds(pid) - before)
+                totals[side] = totals[side] + phase if side in totals else phase
+            history = {side: (await measure(stalwart, first_ids[side]))[1] for side in SIDES}
+    _report(runs, latency, settle, totals, history)
 
 
-def _report(runs: int, latency: float, settle: float, totals: dict[str, Side]) -> None:
+def _report(runs: int, latency: float, settle: float, totals: dict[str, Phase], history: dict[str, int]) -> None:
     print(
         f"{runs} runs a phase, each {TOOL_TURNS} turns of a {latency * 1000:.0f} ms model and a no-op tool, then a "
         f"last model step; phases {', '.join([*SIDES, *reversed(SIDES)])}; the dev server's CPU counted until "
@@ -151,22 +135,22 @@ def _report(runs: int, latency: float, settle: float, totals: dict[str, Side]) -
     )
     bare = totals["bare"]
     print(f"{'side':>18}  {'server CPU a run':>16}  {'over bare':>9}  {'steps/s':>7}  {'history a run':>13}")
-    for side, total in totals.items():
-        over = "" if side == "bare" else f"{total.server_ms_per_run - bare.server_ms_per_run:+7.1f} ms"
-        steps_per_second = total.runs * (TOOL_TURNS + 1) / total.seconds
+    over_bare = {side: _server_ms_per_run(total) - _server_ms_per_run(bare) for side, total in totals.items()}
+    for side in SIDES:
+        total = totals[side]
+        over = "" if side == "bare" else f"{over_bare[side]:+7.1f} ms"
         print(
-            f"{side:>18}  {total.server_ms_per_run:13.1f} ms  {over:>9}  {steps_per_second:7.1f}  "
-            f"{total.history_bytes:>10,} B"
+            f"{side:>18}  {_server_ms_per_run(total):13.1f} ms  {over:>9}  {total.steps_per_second:7.1f}  "
+            f"{history[side]:>10,} B"
         )
-    excess = totals["ours"].server_ms_per_run - bare.server_ms_per_run
-    summed = sum(totals[side].server_ms_per_run - bare.server_ms_per_run for side in baselines.PRICED_FEATURES)
-    together = totals[ALL_THREE].server_ms_per_run - bare.server_ms_per_run
+    excess, together = over_bare["ours"], over_bare[ALL_THREE]
+    summed = sum(over_bare[side] for side in baselines.PRICED_FEATURES)
     share = f" ({together / excess:.0%} of it)" if excess > 0 else ""
     print(
         f"ours costs the server {excess:+.1f} ms a run over bare; the three features {together:+.1f} ms together"
         f"{share}, {summed:+.1f} ms one at a time"
     )
-    print(f"ratio: {totals['ours'].server_ms_per_run / bare.server_ms_per_run:.2f}")
+    print(f"ratio: {_server_ms_per_run(totals['ours']) / _server_ms_per_run(bare):.2f}")
 
 
 if __name__ == "__main__":
