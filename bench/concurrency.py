@@ -36,11 +36,11 @@ import os
 import resource
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench import baselines
@@ -158,31 +158,32 @@ async def run_phase(
     )
 
 
-def both_workers(client: Client) -> tuple[Worker, Worker]:
-    """Our worker and the baselines' one, with the same options: `build_worker`'s defaults."""
-    ours = build_worker(client, task_queue=OUR_QUEUE)
-    bare = Worker(
-        client,
-        task_queue=BARE_QUEUE,
-        workflows=baselines.WORKFLOWS,
-        activities=baselines.ACTIVITIES,
-        **WORKER_DEFAULTS,
-    )
-    return ours, bare
+@asynccontextmanager
+async def ours_and_bare(latency: float) -> AsyncIterator[tuple[StalwartClient, int]]:
+    """A fresh dev server with our worker and the baselines' one polling it, with the same options
+    (`build_worker`'s defaults), the scripted model answering after `latency` seconds and a scratch storage;
+    yields a client and the server's pid, whose CPU the phases count."""
+    providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
+    with scratch_storage(unless_configured=True):
+        async with DevServer(port=None, ui_port=None) as server:
+            stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+            ours = build_worker(stalwart.temporal, task_queue=OUR_QUEUE)
+            bare = Worker(
+                stalwart.temporal,
+                task_queue=BARE_QUEUE,
+                workflows=baselines.WORKFLOWS,
+                activities=baselines.ACTIVITIES,
+                **WORKER_DEFAULTS,
+            )
+            assert server.process is not None
+            async with ours, bare:
+                yield stalwart, server.process.pid
 
 
 async def main(runs: int, latency: float) -> None:
-    providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
     agent = echo_agent()
-    with scratch_storage(unless_configured=True):
-        await _measure(agent, runs, latency)
-
-
-async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
-    async with DevServer(port=None, ui_port=None) as server:
-        stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+    async with ours_and_bare(latency) as (stalwart, pid):
         client = stalwart.temporal
-        ours, bare = both_workers(client)
         tag = uuid.uuid4().hex[:8]
 
         async def start_ours(n: int) -> Awaitable[Any]:
@@ -201,18 +202,15 @@ async def _measure(agent: AgentSpec, runs: int, latency: float) -> None:
         start_bare = starting(baselines.BareLatencyStepsWorkflow.run, "bare")
         start_typed = starting(baselines.TypedStepsWorkflow.run, "typed")
 
-        assert server.process is not None
-        pid = server.process.pid
-        async with ours, bare:
-            await run_phase("warm-up", 20, start_ours, pid)
-            await run_phase("warm-up", 20, start_bare, pid)
-            await run_phase("warm-up", 20, start_typed, pid)
-            first_bare = await run_phase("bare", runs, start_bare, pid)
-            first_typed = await run_phase("typed", runs, start_typed, pid)
-            first_ours = await run_phase("ours", runs, start_ours, pid)
-            ours_phase = first_ours + await run_phase("ours", runs, start_ours, pid)
-            typed_phase = first_typed + await run_phase("typed", runs, start_typed, pid)
-            bare_phase = first_bare + await run_phase("bare", runs, start_bare, pid)
+        await run_phase("warm-up", 20, start_ours, pid)
+        await run_phase("warm-up", 20, start_bare, pid)
+        await run_phase("warm-up", 20, start_typed, pid)
+        first_bare = await run_phase("bare", runs, start_bare, pid)
+        first_typed = await run_phase("typed", runs, start_typed, pid)
+        first_ours = await run_phase("ours", runs, start_ours, pid)
+        ours_phase = first_ours + await run_phase("ours", runs, start_ours, pid)
+        typed_phase = first_typed + await run_phase("typed", runs, start_typed, pid)
+        bare_phase = first_bare + await run_phase("bare", runs, start_bare, pid)
     print(
         f"{runs} runs at once on one worker, {STEPS_PER_RUN} model steps of {latency * 1000:.0f} ms and "
         f"{TOOL_TURNS} no-op tools each; worker options: {WORKER_DEFAULTS}; phases bare, typed, ours, ours, typed, bare"

@@ -38,20 +38,15 @@ from typing import Any
 from bench import baselines
 from bench.concurrency import (
     BARE_QUEUE,
-    OUR_QUEUE,
     TOOL_TURNS,
     Phase,
-    SlowScriptedModel,
-    both_workers,
     echo_agent,
+    ours_and_bare,
     process_cpu_seconds,
     run_phase,
 )
-from bench.harness import measure, scratch_storage
+from bench.harness import measure
 from bench.options import count, seconds
-from stalwart.activities import providers
-from stalwart.client.api import StalwartClient
-from stalwart.workers.dev_server import DevServer
 
 ALL_THREE = "all three"
 SIDES = ("bare", *baselines.PRICED_FEATURES, ALL_THREE, "ours")
@@ -63,19 +58,11 @@ def _server_ms_per_run(phase: Phase) -> float:
 
 
 async def main(runs: int, latency: float, settle: float) -> None:
-    providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
-    with scratch_storage(unless_configured=True):
-        await _measure(runs, latency, settle)
-
-
-async def _measure(runs: int, latency: float, settle: float) -> None:
-    async with DevServer(port=None, ui_port=None) as server:
-        stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)
+    async with ours_and_bare(latency) as (stalwart, pid):
         client = stalwart.temporal
         agent = echo_agent()
         # What `StalwartClient` starts a run with, so the priced search attributes are exactly ours.
         our_attributes = stalwart._start_options(agent, "echo twice", status="running")["search_attributes"]
-        ours, bare = both_workers(client)
         tag = uuid.uuid4().hex[:8]
         padding = ""  # sized after the warm-up; `start` reads it when it starts a run
         first_ids: dict[str, str] = {}  # a run of each side, to measure its history
@@ -104,26 +91,23 @@ async def _measure(runs: int, latency: float, settle: float) -> None:
 
             return start
 
-        assert server.process is not None
-        pid = server.process.pid
         totals: dict[str, Phase] = {}
-        async with ours, bare:
-            for side in SIDES:
-                await run_phase("warm-up", min(runs, WARM_UP_RUNS), starting(side, "warm-up"), pid)
-            sizes = {side: await measure(stalwart, first_ids[side]) for side in SIDES}
-            extra = sizes["ours"][1] - sizes["bare"][1]
-            explained = sum(sizes[side][1] - sizes["bare"][1] for side in baselines.PRICED_FEATURES)
-            # In each activity's input and its result; JSON adds nothing to ASCII letters.
-            padding = "x" * max(0, (extra - explained) // (2 * sizes["history bytes"][2]))
-            first_ids.pop("history bytes")
-            first_ids.pop(ALL_THREE)
-            for number, side in enumerate([*SIDES, *reversed(SIDES)]):
-                before = process_cpu_seconds(pid)
-                phase = await run_phase(side, runs, starting(side, f"p{number}"), pid)
-                await asyncio.sleep(settle)
-                phase = dataclasses.replace(phase, server_cpu_seconds=process_cpu_seconds(pid) - before)
-                totals[side] = totals[side] + phase if side in totals else phase
-            history = {side: (await measure(stalwart, first_ids[side]))[1] for side in SIDES}
+        for side in SIDES:
+            await run_phase("warm-up", min(runs, WARM_UP_RUNS), starting(side, "warm-up"), pid)
+        sizes = {side: await measure(stalwart, first_ids[side]) for side in SIDES}
+        extra = sizes["ours"][1] - sizes["bare"][1]
+        explained = sum(sizes[side][1] - sizes["bare"][1] for side in baselines.PRICED_FEATURES)
+        # In each activity's input and its result; JSON adds nothing to ASCII letters.
+        padding = "x" * max(0, (extra - explained) // (2 * sizes["history bytes"][2]))
+        first_ids.pop("history bytes")
+        first_ids.pop(ALL_THREE)
+        for number, side in enumerate([*SIDES, *reversed(SIDES)]):
+            before = process_cpu_seconds(pid)
+            phase = await run_phase(side, runs, starting(side, f"p{number}"), pid)
+            await asyncio.sleep(settle)
+            phase = dataclasses.replace(phase, server_cpu_seconds=process_cpu_seconds(pid) - before)
+            totals[side] = totals[side] + phase if side in totals else phase
+        history = {side: (await measure(stalwart, first_ids[side]))[1] for side in SIDES}
     _report(runs, latency, settle, totals, history)
 
 
