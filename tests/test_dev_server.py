@@ -11,9 +11,17 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 
+import httpx
 import pytest
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError, RPCStatusCode
 
+from stalwart.contracts import names
 from stalwart.workers import dev_server
 from stalwart.workers.dev_server import DevServer
 
@@ -102,3 +110,75 @@ def test_a_dev_server_stops_when_the_process_that_started_it_is_killed():
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server_pid, signal.SIGKILL)
+
+
+async def _start_runs_with_stalwarts_attributes(client: Client, count: int) -> None:
+    """`count` runs started with a search attribute of Stalwart's, on a queue no worker polls: their start and
+    their record in the run list are where the server looks up the attribute's definition."""
+    attributes = TypedSearchAttributes([SearchAttributePair(names.AGENT_NAME, "probe")])
+    for _ in range(count):
+        await client.start_workflow(
+            "Nobody", id=f"probe-{uuid.uuid4().hex}", task_queue="nobody", search_attributes=attributes
+        )
+
+
+def _persistence_requests(metrics: str, operation: str) -> float:
+    """How often the server has asked its database for `operation`, summed over its services."""
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if "persistence_requests{" in line.split(" ", 1)[0] and f'operation="{operation}"' in line
+    )
+
+
+async def _metrics_once_listed(scraper: httpx.AsyncClient, runs: float) -> str:
+    """The server's metrics once they count `runs` runs recorded in the run list: the server publishes its counters
+    a second or so late, and a run's record is the last place its attribute's definition is looked up."""
+    for _ in range(600):  # a bound so that metrics that never come fail, not hang; not a speed limit
+        metrics = (await scraper.get("/metrics")).text
+        if _persistence_requests(metrics, "RecordWorkflowExecutionStarted") >= runs:
+            return metrics
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the server's metrics never counted {runs} runs recorded in its run list")
+
+
+@pytest.mark.slow
+async def test_a_dev_server_does_not_read_search_attribute_definitions_from_its_database_for_every_run():
+    metrics_port = dev_server.free_port()
+    async with DevServer(port=None, ui_port=None, extra_args=["--metrics-port", str(metrics_port)]) as server:
+        client = await Client.connect(server.address)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{metrics_port}") as scraper:
+            await _start_runs_with_stalwarts_attributes(client, 1)  # the definitions are read once, and cached
+            before = await _metrics_once_listed(scraper, 1)
+            await _start_runs_with_stalwarts_attributes(client, 20)
+            after = await _metrics_once_listed(scraper, 21)
+    reads = _persistence_requests(after, "GetCurrentClusterMetadata") - _persistence_requests(
+        before, "GetCurrentClusterMetadata"
+    )
+    assert reads < 20, f"the server read the attributes' definitions {reads:.0f} times for 20 runs"
+
+
+@pytest.mark.slow
+async def test_a_search_attribute_added_to_a_running_dev_server_becomes_usable():
+    key = SearchAttributeKey.for_keyword("AddedWhileRunning")
+    async with DevServer(port=None, ui_port=None) as server:
+        client = await Client.connect(server.address)
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=client.namespace,
+                search_attributes={key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+            )
+        )
+        attributes = TypedSearchAttributes([SearchAttributePair(key, "yes")])
+        # Defined, but not yet in the server's cache: refused until the namespace's next refresh (about 2 s).
+        for _ in range(120):  # a bound so that an attribute never usable fails, not hangs; not a speed limit
+            try:
+                await client.start_workflow("Nobody", id="added", task_queue="nobody", search_attributes=attributes)
+                break
+            except RPCError as refused:
+                assert refused.status == RPCStatusCode.INVALID_ARGUMENT, refused
+                await asyncio.sleep(0.5)
+        else:
+            raise AssertionError(f"{key.name} was added, but the server refused it for a minute")
+        described = await client.get_workflow_handle("added").describe()
+    assert described.typed_search_attributes.get(key) == "yes"
