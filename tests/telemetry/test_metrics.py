@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import uuid
 
 import httpx
@@ -21,6 +20,7 @@ from stalwart.contracts import AgentSpec
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.contracts.run import AgentResult, RunInput
 from stalwart.workers import telemetry
+from stalwart.workers.dev_server import free_port
 from stalwart.workers.search_attributes import ensure_search_attributes
 from stalwart.workers.worker import build_worker
 
@@ -30,12 +30,6 @@ from wire_server.server import WireServer
 
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def _scrape(port: int) -> str:
@@ -71,7 +65,7 @@ async def wire(monkeypatch):
 @pytest.fixture
 async def metered(dev_env):
     """A client of the dev server whose runtime serves metrics on a port of this test's own."""
-    port = _free_port()
+    port = free_port()
     client = await connect(dev_env.address, from_config=False, metrics_port=f"127.0.0.1:{port}")
     return client, port
 
@@ -193,7 +187,7 @@ async def test_the_plugin_given_to_client_connect_serves_metrics(dev_env, wire):
     from stalwart.activities.storage.converter import stalwart_converter
     from stalwart.workers.plugin import StalwartPlugin
 
-    port = _free_port()
+    port = free_port()
     plugin = StalwartPlugin(metrics_port=f"127.0.0.1:{port}")
     client = await Client.connect(dev_env.address, plugins=[plugin], data_converter=stalwart_converter())
     task_queue = f"tq-{uuid.uuid4().hex[:8]}"
@@ -205,4 +199,4 @@ async def test_the_plugin_given_to_client_connect_serves_metrics(dev_env, wire):
 
 async def test_metrics_on_a_client_connected_without_them_say_how_to_connect(dev_env):
     with pytest.raises(ValueError, match=r"connect\(metrics_port=\.\.\.\)"):
-        build_worker(dev_env.client, task_queue="unused", metrics_port=f"127.0.0.1:{_free_port()}")
+        build_worker(dev_env.client, task_queue="unused", metrics_port=f"127.0.0.1:{free_port()}")
