@@ -13,7 +13,6 @@ import sys
 import time
 import uuid
 
-import httpx
 import pytest
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
@@ -26,6 +25,7 @@ from stalwart.workers import dev_server
 from stalwart.workers.dev_server import DevServer
 
 from support.processes import still_running
+from support.prometheus import scrape, value
 
 
 @pytest.mark.slow
@@ -122,21 +122,12 @@ async def _start_runs_with_stalwarts_attributes(client: Client, count: int) -> N
         )
 
 
-def _persistence_requests(metrics: str, operation: str) -> float:
-    """How often the server has asked its database for `operation`, summed over its services."""
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in metrics.splitlines()
-        if "persistence_requests{" in line.split(" ", 1)[0] and f'operation="{operation}"' in line
-    )
-
-
-async def _metrics_once_listed(scraper: httpx.AsyncClient, runs: float) -> str:
+async def _metrics_once_listed(port: int, runs: float) -> str:
     """The server's metrics once they count `runs` runs recorded in the run list: the server publishes its counters
     a second or so late, and a run's record is the last place its attribute's definition is looked up."""
     for _ in range(600):  # a bound so that metrics that never come fail, not hang; not a speed limit
-        metrics = (await scraper.get("/metrics")).text
-        if _persistence_requests(metrics, "RecordWorkflowExecutionStarted") >= runs:
+        metrics = await scrape(port)
+        if value(metrics, "visibility_persistence_requests", operation="RecordWorkflowExecutionStarted") >= runs:
             return metrics
         await asyncio.sleep(0.1)
     raise AssertionError(f"the server's metrics never counted {runs} runs recorded in its run list")
@@ -147,13 +138,12 @@ async def test_a_dev_server_does_not_read_search_attribute_definitions_from_its_
     metrics_port = dev_server.free_port()
     async with DevServer(port=None, ui_port=None, extra_args=["--metrics-port", str(metrics_port)]) as server:
         client = await Client.connect(server.address)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{metrics_port}") as scraper:
-            await _start_runs_with_stalwarts_attributes(client, 1)  # the definitions are read once, and cached
-            before = await _metrics_once_listed(scraper, 1)
-            await _start_runs_with_stalwarts_attributes(client, 20)
-            after = await _metrics_once_listed(scraper, 21)
-    reads = _persistence_requests(after, "GetCurrentClusterMetadata") - _persistence_requests(
-        before, "GetCurrentClusterMetadata"
+        await _start_runs_with_stalwarts_attributes(client, 1)  # the definitions are read once, and cached
+        before = await _metrics_once_listed(metrics_port, 1)
+        await _start_runs_with_stalwarts_attributes(client, 20)
+        after = await _metrics_once_listed(metrics_port, 21)
+    reads = value(after, "persistence_requests", operation="GetCurrentClusterMetadata") - value(
+        before, "persistence_requests", operation="GetCurrentClusterMetadata"
     )
     assert reads < 20, f"the server read the attributes' definitions {reads:.0f} times for 20 runs"
 

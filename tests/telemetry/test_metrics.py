@@ -7,10 +7,8 @@ server; the models are the real OpenAI SDK against the local wire server.
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 
-import httpx
 import pytest
 from test_traces import _team
 
@@ -25,28 +23,9 @@ from stalwart.workers.search_attributes import ensure_search_attributes
 from stalwart.workers.worker import build_worker
 
 from support.approvals import until_pending
+from support.prometheus import scrape, value
 from wire_server.script import Call, Reply
 from wire_server.server import WireServer
-
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-async def _scrape(port: int) -> str:
-    async with httpx.AsyncClient() as http:
-        response = await http.get(f"http://127.0.0.1:{port}/metrics")
-    response.raise_for_status()
-    return response.text
-
-
-def value(text: str, name: str, **labels: str) -> float:
-    """The sum of the samples of `name` whose labels include `labels` (0 when there is none)."""
-    total = 0.0
-    for line in text.splitlines():
-        match = SAMPLE.match(line)
-        if match and match[1] == name and labels.items() <= dict(LABEL.findall(match[2] or "")).items():
-            total += float(match[3])
-    return total
 
 
 def stalwart_lines(text: str) -> list[str]:
@@ -85,7 +64,7 @@ async def test_a_run_is_counted_by_agent_model_and_stop_reason(metered, wire):
     task_queue = f"tq-{uuid.uuid4().hex[:8]}"
     async with build_worker(client, task_queue=task_queue, metrics_port=f"127.0.0.1:{port}"):
         result = await _run(client, _team(wire), "What is 17*23, and what are qubits?", task_queue)
-        text = await _scrape(port)
+        text = await scrape(port)
     assert result.stop_reason == "done"
     lead = {"agent": "lead", "provider": "openai", "model": "gpt-4.1-mini"}
     assert value(text, "stalwart_runs_started_total", agent="lead") == 1
@@ -116,7 +95,7 @@ async def test_tool_errors_are_counted_by_tool(metered, wire):
     agent = AgentSpec(name="maths", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, tools=["calculator"])
     async with build_worker(client, task_queue=task_queue, metrics_port=f"127.0.0.1:{port}"):
         await _run(client, agent, "2+2 and 1/0?", task_queue)
-        text = await _scrape(port)
+        text = await scrape(port)
     assert value(text, "stalwart_tool_errors_total", tool="calculator") == 1
     assert value(text, "stalwart_tool_latency_seconds_count", tool="calculator", outcome="error") == 1
     assert value(text, "stalwart_tool_latency_seconds_count", tool="calculator", outcome="ok") == 1
@@ -138,11 +117,11 @@ async def test_replaying_a_finished_run_counts_nothing_again(metered, wire):
             result_type=AgentResult,
         )
         await handle.result()
-        after_run = await _scrape(port)
+        after_run = await scrape(port)
     async with build_worker(client, **options):
         for _ in range(3):
             await StalwartClient(client, task_queue=task_queue).get(run_id).state()
-        after_replays = await _scrape(port)
+        after_replays = await scrape(port)
     assert value(after_run, "stalwart_runs_started_total", agent="lead") == 1
     assert value(after_run, "stalwart_runs_finished_total", agent="lead", stop_reason="done") == 1
     assert value(after_run, "stalwart_steps_total", agent="lead") == 3
@@ -165,18 +144,18 @@ async def test_runs_waiting_for_approval_are_a_gauge(metered, wire, monkeypatch,
     stalwart = StalwartClient(client, task_queue=task_queue)
     async with build_worker(client, task_queue=task_queue, metrics_port=f"127.0.0.1:{port}"):
         # The gauge counts the whole namespace: runs other tests left waiting are the baseline.
-        while "stalwart_approvals_waiting" not in (text := await _scrape(port)):
+        while "stalwart_approvals_waiting" not in (text := await scrape(port)):
             await asyncio.sleep(0.1)
         baseline = value(text, "stalwart_approvals_waiting")
         handle = await stalwart.start(agent, "Say hi")
         pending = await until_pending(handle)
-        while value(await _scrape(port), "stalwart_approvals_waiting") < baseline + 1:
+        while value(await scrape(port), "stalwart_approvals_waiting") < baseline + 1:
             await asyncio.sleep(0.1)
-        text = await _scrape(port)
+        text = await scrape(port)
         assert value(text, "stalwart_approvals_requested_total", agent="careful", tool="echo") == 1
         await handle.approve(pending[0].call_id)
         assert (await handle.result()).answer == "Said hi."
-        while value(await _scrape(port), "stalwart_approvals_waiting") > baseline:
+        while value(await scrape(port), "stalwart_approvals_waiting") > baseline:
             await asyncio.sleep(0.1)
 
 
@@ -193,7 +172,7 @@ async def test_the_plugin_given_to_client_connect_serves_metrics(dev_env, wire):
     task_queue = f"tq-{uuid.uuid4().hex[:8]}"
     async with Worker(client, task_queue=task_queue):
         await _run(client, AgentSpec(name="plain", scripted=[{"text": "Hi."}]), "Hi", task_queue)
-        text = await _scrape(port)
+        text = await scrape(port)
     assert value(text, "stalwart_runs_finished_total", agent="plain", stop_reason="done") == 1
 
 
