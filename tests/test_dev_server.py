@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from temporalio.api.enums.v1 import IndexedValueType
@@ -28,11 +29,17 @@ from support.processes import still_running
 from support.prometheus import scrape, value
 
 
+@contextlib.contextmanager
+def _a_taken_port() -> Iterator[int]:
+    """A port bound by this process, so nobody else can bind it; not listening, like a client's port."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        yield squatter.getsockname()[1]
+
+
 @pytest.mark.slow
 async def test_a_dev_server_on_a_free_port_takes_another_when_its_port_is_taken(monkeypatch):
-    with socket.socket() as squatter:  # bound, so nobody else can bind it; not listening, like a client's port
-        squatter.bind(("127.0.0.1", 0))
-        taken = squatter.getsockname()[1]
+    with _a_taken_port() as taken:
         offered = iter([taken])
         really_free = dev_server.free_port
         monkeypatch.setattr(dev_server, "free_port", lambda: next(offered, None) or really_free())
@@ -42,9 +49,7 @@ async def test_a_dev_server_on_a_free_port_takes_another_when_its_port_is_taken(
 
 
 def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
-    with socket.socket() as squatter:  # bound, so nobody else can bind it; not listening, like a client's port
-        squatter.bind(("127.0.0.1", 0))
-        taken = squatter.getsockname()[1]
+    with _a_taken_port() as taken:
         server = DevServer(port=taken, ui_port=None)
         with pytest.raises(
             dev_server.DevServerExited, match=f"can't set frontend port {taken}.*address already in use"
@@ -54,9 +59,7 @@ def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
 
 def test_a_dev_server_that_exits_at_start_quotes_that_start_of_its_log_and_names_the_file(tmp_path):
     db_file = tmp_path / "temporal.db"
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        taken = squatter.getsockname()[1]
+    with _a_taken_port() as taken:
         for _ in range(2):  # the second start appends to the log; its error quotes its own lines only
             with pytest.raises(dev_server.DevServerExited) as exited:
                 asyncio.run(DevServer(port=taken, ui_port=None, db_file=db_file).start())
