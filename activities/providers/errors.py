@@ -8,13 +8,13 @@ message that names the cause and the fix). Messages never carry the API key.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeGuard
 
-import anthropic
 import httpx
 import httpx2
-import openai
 
 from stalwart.activities.providers.base import (
     ModelError,
@@ -23,6 +23,10 @@ from stalwart.activities.providers.base import (
     ModelUnavailableError,
 )
 from stalwart.activities.retry_after import retry_after_seconds
+
+if TYPE_CHECKING:  # a worker loads each SDK when an agent first uses it (activities/providers/__init__.py)
+    import anthropic
+    import openai
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded"}
@@ -49,17 +53,15 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
     """The ModelError for an SDK or transport failure, or None when `err` is not one."""
     if isinstance(err, ModelError):
         return err
-    if isinstance(err, (openai.APIStatusError, anthropic.APIStatusError)):
+    if _is_status_error(err):
         return _from_status(err.status_code, err.response.headers, _message(err), _error_type(err.body), target, secret)
-    if isinstance(
-        err, (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException)
-    ):
+    if isinstance(err, (*_sdk_errors("APITimeoutError"), httpx.TimeoutException, httpx2.TimeoutException)):
         return ModelUnavailableError(f"{where(target)} timed out; the attempt is retried.")
-    if isinstance(err, (openai.APIConnectionError, anthropic.APIConnectionError)):
+    if isinstance(err, _sdk_errors("APIConnectionError")):
         return ModelUnavailableError(
             f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried."
         )
-    if isinstance(err, (openai.APIError, anthropic.APIError)):
+    if _is_api_error(err):
         kind = _error_type(err.body)
         text = _redact(_message(err), secret)
         if kind is None or kind in _RETRYABLE_TYPES:
@@ -72,6 +74,20 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
             f"the stream from {where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."
         )
     return None
+
+
+def _sdk_errors(name: str) -> tuple[type[Exception], ...]:
+    """The exception class `name` of each provider SDK this process has loaded: an SDK's error comes only from an
+    SDK that is loaded, and looking one up in an SDK that is not would load it."""
+    return tuple(getattr(sdk, name) for sdk in map(sys.modules.get, ("openai", "anthropic")) if sdk is not None)
+
+
+def _is_status_error(err: BaseException) -> TypeGuard[openai.APIStatusError | anthropic.APIStatusError]:
+    return isinstance(err, _sdk_errors("APIStatusError"))
+
+
+def _is_api_error(err: BaseException) -> TypeGuard[openai.APIError | anthropic.APIError]:
+    return isinstance(err, _sdk_errors("APIError"))
 
 
 def incomplete(target: Target) -> ModelUnavailableError:
