@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-
-def _fresh(probe: str) -> str:
-    """`probe` run in a fresh interpreter, which has built no contract yet; its stdout."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, cwd="/")
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+from support.fresh_python import printed_by  # a fresh interpreter has built no contract yet
 
 
 def test_importing_the_client_and_the_cli_builds_no_contract():
-    built = _fresh(
+    built = printed_by(
         """
         import stalwart.client.api, stalwart.client.cli, stalwart.contracts
         from stalwart.contracts.model import Contract
@@ -36,7 +27,7 @@ def test_importing_the_client_and_the_cli_builds_no_contract():
 def test_threads_meeting_a_contract_first_at_once_each_validate_it_as_that_contract():
     """`ArchivedStep` extends `StepRecord`: pydantic before 2.14 could hand a thread the parent's validator while
     another thread was building the subclass's (pyproject.toml requires 2.14)."""
-    results = _fresh(
+    results = printed_by(
         """
         import threading
         from concurrent.futures import ThreadPoolExecutor

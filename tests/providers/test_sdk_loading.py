@@ -4,14 +4,14 @@ of a worker's start-up, and an agent on one provider never needs the others."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from support.fresh_python import printed_by
+
 PROBE = """
 import sys
-from stalwart.workers.worker import build_worker
+import stalwart.workers.worker  # everything a worker imports at start
 from stalwart.workers.plugin import StalwartPlugin
 from stalwart.activities import providers
 from stalwart.contracts import AgentSpec
@@ -39,16 +39,9 @@ print(frozen)
 """
 
 
-def _python(code: str) -> str:
-    """What `code` prints, run in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def _sdks_loaded_after_resolving(*models: str) -> str:
     """The provider SDKs a fresh interpreter has loaded once it built a worker's plugin and resolved `models`."""
-    return _python(PROBE.format(models=models))
+    return printed_by(PROBE.format(models=models))
 
 
 def test_a_worker_and_its_scripted_agents_load_no_provider_sdk():
@@ -71,10 +64,10 @@ def test_an_agent_loads_only_the_sdk_of_its_own_provider(model: str, loaded: str
 
 def test_a_process_that_froze_its_imports_freezes_what_an_sdk_loaded_on_first_use_made():
     """As the `stalwart` command does: otherwise each full collection would scan the SDK's objects again."""
-    before, after_first_use, after_second_use = json.loads(_python(FREEZE_PROBE.format(freeze="gc.freeze()")))
+    before, after_first_use, after_second_use = json.loads(printed_by(FREEZE_PROBE.format(freeze="gc.freeze()")))
     assert after_first_use - before > 50_000  # anthropic's import makes about 120,000
     assert after_second_use == after_first_use
 
 
 def test_a_process_that_never_froze_anything_has_nothing_frozen_by_an_sdks_first_use():
-    assert json.loads(_python(FREEZE_PROBE.format(freeze=""))) == [0, 0, 0]
+    assert json.loads(printed_by(FREEZE_PROBE.format(freeze=""))) == [0, 0, 0]

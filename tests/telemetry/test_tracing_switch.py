@@ -5,8 +5,6 @@ traces carries the caller's current span into the run, so the run's spans join t
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 
 from span_trees import spans_of_trace
@@ -16,6 +14,8 @@ from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.contracts.run import AgentResult, RunInput
 from stalwart.workers.worker import build_worker
+
+from support.fresh_python import printed_by
 
 PROBE = """
 import sys
@@ -31,9 +31,7 @@ print(plugin.tracing, type(trace.get_tracer_provider()).__name__,
 
 def _python(code: str, **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    done = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return printed_by(code, {**clean, **env})
 
 
 def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk():
