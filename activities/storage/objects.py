@@ -109,7 +109,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     after: until then the rename itself may not be on disk, and a power loss could take an object whose put had
     returned, such as the conversation segment the next model call of a run must read.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path.parent)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(temporary, "wb") as file:
@@ -122,6 +122,24 @@ def _write_atomically(path: Path, data: bytes) -> None:
             temporary.unlink()
         raise
     _sync_folder(path.parent)
+
+
+def _make_folder(folder: Path) -> None:
+    """Create `folder` and its missing parents, each one's entry synced in the folder above it.
+
+    A new folder is a write to its parent: until that parent is synced, a power loss could take the new folder
+    with every object put under it (a new chain's first conversation segment), however well each was synced.
+    """
+    if folder.is_dir():
+        return
+    missing: list[Path] = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another writer made it first; syncing its parent again is harmless
+            new.mkdir()
+        _sync_folder(new.parent)
 
 
 def _sync_folder(folder: Path) -> None:

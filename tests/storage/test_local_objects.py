@@ -72,10 +72,31 @@ async def test_local_client_syncs_the_file_before_its_rename_and_the_folder_afte
         done.append("rename")
         real_replace(src, dst)
 
+    client = LocalObjectClient(tmp_path)
+    await client.put_object(bucket="b", key="chain/00000001.json", data=b"[]")
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    await LocalObjectClient(tmp_path).put_object(bucket="b", key="chain/00000001.json", data=b"[]")
+    await client.put_object(bucket="b", key="chain/00000002.json", data=b"[]")
     assert done == ["sync file", "rename", "sync folder"]
+
+
+async def test_local_client_syncs_the_folder_above_each_folder_it_creates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A new folder (a new chain's) is an entry in its parent: unsynced, a power loss could take it with the
+    objects under it, though each of them was synced."""
+    synced: list[Path] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{descriptor}")))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    root = tmp_path / "root"
+    await LocalObjectClient(root).put_object(bucket="b", key="chain/results/r.json", data=b"{}")
+    folders = [path for path in synced if path.is_dir()]
+    assert folders == [tmp_path, root, root / "b", root / "b" / "chain", root / "b" / "chain" / "results"]
 
 
 @pytest.mark.parametrize(
