@@ -4,7 +4,8 @@ The fixtures are real runs recorded by tests/fixtures/record_capabilities.py (it
 says when to re-record): parallel tools, an approval approved and one rejected, a sub-agent, an
 A2A delegation, MCP tools over stdio and over HTTP, each budget stop, a streamed final answer from
 each provider protocol (through the real SDKs and the local wire server), both text action
-formats, and a long run and a session that each continued as new several times.
+formats, a long run and a session that each continued as new several times, and a message that came
+during a session turn's last step (recorded before `messages-wait-out-a-spent-turn`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ CAPABILITIES_RECORDED = {
     "session_continued_as_new",
     "session_turns",
     "session_listed_waiting",
+    "session_message_in_a_spent_turn",
 }
 
 

@@ -495,7 +495,8 @@ class AgentWorkflow:
         budget = self._budget
         try:
             while True:
-                self._read_queued_messages()
+                if not self._left_for_the_next_turn(budget):
+                    self._read_queued_messages()
                 if not self._waiters and self._continue_as_new_due():
                     self._continuing = True  # from here `send` is refused as retryable: the next run takes it
                     await self._archive_steps()
@@ -557,6 +558,19 @@ class AgentWorkflow:
             f"or ask for a shorter answer."
         )
         return "max_tokens"
+
+    def _left_for_the_next_turn(self, budget: Budget) -> bool:
+        """Whether the messages that came during a session's turn wait for the next turn, because this one has spent
+        its budget: read now, they would be marked answered by a turn whose model never saw them.
+
+        `patched`: a session recorded before this change read them into the spent turn, and replays as it ran."""
+        return (
+            self._input.session
+            and bool(self._queued)
+            and bool(self._read_in_turn)  # a turn's first messages are read whatever is left of a lifetime budget
+            and budget.exhausted() is not None
+            and workflow.patched("messages-wait-out-a-spent-turn")
+        )
 
     def _read_queued_messages(self) -> None:
         """Messages that arrived during the turn reach the model at its next step, in order."""

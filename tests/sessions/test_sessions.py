@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.tools import tool
 from stalwart.client.api import SessionClosed, StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall, names
+from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, names
 from stalwart.contracts.agent import SessionSettings
 from stalwart.workflows.policies import COUNTERS_EVERY
 
@@ -166,6 +166,38 @@ async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_st
     assert result.answer == "read both"
     assert [m.content for m in seen.messages if m.role == "user"] == ["start", "second", "third"]
     assert [s.content for s in result.steps if s.role == "user"] == ["start", "second", "third"]
+
+
+async def test_a_message_that_arrives_as_a_turn_spends_its_last_step_is_answered_by_the_next_turn(
+    stalwart, worker_with
+):
+    release.clear()
+    tool_entered.clear()
+    agent = AgentSpec(
+        name="busy",
+        tools=["wait_for_release"],
+        budgets=Budgets(max_steps=1),
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="wait_for_release", arguments={"topic": "x"})]),
+            ScriptedReply(text="answered the second"),
+        ],
+        session=SessionSettings(),
+    )
+    async with worker_with(wait_for_release):
+        session = await stalwart.start_session(agent)
+        first = asyncio.create_task(session.send("first"))
+        await tool_entered.wait()
+        second = asyncio.create_task(session.send("second"))
+        while (await session.state()).queued < 1:
+            await asyncio.sleep(0.05)
+        release.set()
+        spent, answered = await first, await second
+        seen = await session.model_input(step=2)
+    assert spent.stop_reason == "max_steps"
+    assert [s.content for s in spent.steps if s.role == "user"] == ["first"]
+    assert (answered.stop_reason, answered.answer) == ("done", "answered the second")
+    assert [s.content for s in answered.steps if s.role == "user"] == ["second"]
+    assert [m.content for m in seen.messages if m.role == "user"] == ["first", "second"]
 
 
 @pytest.mark.slow
