@@ -598,8 +598,15 @@ class StalwartClient:
         }
 
     async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
-        """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`."""
+        """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`.
+
+        A run or session that continued as new is one entry, its latest run: the runs it continued from keep
+        their last search attributes (a session's `waiting`, say) but are not what a user means by the run.
+        A query that names `ExecutionStatus` itself chooses among them instead.
+        """
         base = f'WorkflowType="{names.WORKFLOW_TYPE}"'
+        if "executionstatus" not in (query or "").lower():
+            base += " AND ExecutionStatus != 'ContinuedAsNew'"
         runs: list[RunSummary] = []
         async for execution in self.temporal.list_workflows(f"{base} AND ({query})" if query else base, limit=limit):
             attrs = execution.typed_search_attributes

@@ -414,7 +414,8 @@ async def _history_export(args: argparse.Namespace) -> int:
         print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
         return EXIT_USAGE
     stalwart = await _client(args)
-    ids = [args.run_id] if args.run_id else [run.run_id for run in await stalwart.list(args.query, limit=1000)]
+    # Each chain once: a query naming `ExecutionStatus` lists every run of a chain, and each names the whole chain.
+    ids = [args.run_id] if args.run_id else list(dict.fromkeys(r.run_id for r in await stalwart.list(args.query, 1000)))
     for run_id in ids:
         for path in await export_run(stalwart.temporal, run_id, args.output):
             print(path)

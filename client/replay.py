@@ -157,9 +157,16 @@ async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (Agent
 
 
 async def replay_live(client: Client, query: str, limit: int = 1000) -> list[ReplayOutcome]:
-    """Replay the runs a visibility query matches, every run of each chain, straight from the server."""
+    """Replay the runs a visibility query matches, every run of each chain once, straight from the server.
+
+    The query matches runs, and a chain that continued as new has several: each names the whole chain.
+    """
     outcomes = []
+    chains: set[str] = set()
     async for execution in client.list_workflows(query, limit=limit):
+        if execution.id in chains:
+            continue
+        chains.add(execution.id)
         for history in await chain_histories(client, execution.id):
             outcomes.append(await _replay(history, execution.id, None, (AgentWorkflow,)))
     return outcomes
