@@ -167,6 +167,14 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
         if not terminated:
             raise  # Ctrl-C: asyncio.run raises KeyboardInterrupt, exit status 130
         return 143
+    except Exception:
+        # The Temporal SDK reports a wait it was interrupted in (an update's result, say) as an error of its own
+        # (`WorkflowUpdateRPCTimeoutOrCancelledError`): still the interruption, not a failure to print.
+        if not task.cancelling():
+            raise
+        if not terminated:
+            raise asyncio.CancelledError from None
+        return 143
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -853,7 +861,7 @@ async def _chat(args: argparse.Namespace) -> int:
         if message == "/exit":
             break
         if message == "/close":
-            return await _close_session(session)
+            return await _close_session(stalwart, session)
         if not message:
             continue
         view = render.ChatView(sys.stdout, sys.stderr, prefix=f"{agent}> " if live else "", live=live)
@@ -983,13 +991,14 @@ async def _close(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return await _close_session(session)
+    return await _close_session(stalwart, session)
 
 
-async def _close_session(session: SessionHandle) -> int:
+async def _close_session(stalwart: StalwartClient, session: SessionHandle) -> int:
     if (await session.state()).status != "waiting":
         print(f"closing {session.run_id} once the messages it has are answered …", file=sys.stderr, flush=True)
-    result = await session.close()
+    async with _while_a_turn_runs(stalwart, session.run_id, ask=None):  # closing waits for a worker, as a turn does
+        result = await session.close()
     print(result.stop_reason, flush=True)
     render.print_closed(session.run_id, result, sys.stderr)
     return EXIT_OK

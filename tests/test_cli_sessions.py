@@ -136,6 +136,56 @@ async def test_send_no_wait_returns_before_any_worker_runs_and_the_message_is_an
     assert [(s.role, s.content) for s in state.steps] == [("user", "hello"), ("assistant", "first answer")]
 
 
+def _waiting_cli(*args: str, address: str, task_queue: str) -> subprocess.Popen[str]:
+    """The CLI started as in `stalwart`, left running; returned once it says that no worker is polling."""
+    command = subprocess.Popen(
+        [*STALWART, *args, "--address", address, "--task-queue", task_queue],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
+    assert command.stderr is not None
+    for line in command.stderr:
+        if "no worker is polling" in line:
+            return command
+    raise AssertionError(f"`stalwart {args[0]}` ended ({command.wait()}) without saying that no worker polls")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signal_name", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+async def test_send_interrupted_while_it_waits_for_the_answer_exits_without_a_traceback(
+    dev_env, task_queue, client, chatter_file, sessions, signal_name, status
+):
+    import signal
+
+    session = await client.start_session(chatter_file, session_id=session_id())
+    sessions.append(session.run_id)
+    sending = await asyncio.to_thread(
+        _waiting_cli, "send", session.run_id, "hello", address=dev_env.address, task_queue=task_queue
+    )
+    sending.send_signal(getattr(signal, signal_name))
+    _, err = await asyncio.to_thread(sending.communicate)
+    assert sending.returncode == status, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+async def test_close_with_no_worker_polling_says_so_instead_of_waiting_in_silence(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    session = await client.start_session(chatter_file, session_id=session_id())
+    sessions.append(session.run_id)
+    closing = await asyncio.to_thread(
+        _waiting_cli, "close", session.run_id, address=dev_env.address, task_queue=task_queue
+    )
+    closing.terminate()
+    _, err = await asyncio.to_thread(closing.communicate)
+    assert closing.returncode == 143, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.slow
 async def test_a_refused_empty_message_exits_1_with_the_sessions_reason_and_no_traceback(
     dev_env, task_queue, client, chatter_file, sessions
