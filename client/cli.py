@@ -90,6 +90,8 @@ def _explain(err: Exception) -> int | None:
     """An error a person can act on, said in one line on stderr; None for a bug (a traceback)."""
     from temporalio.service import RPCError, RPCStatusCode
 
+    from stalwart.activities.storage.encryption import ENCODING as ENCRYPTED
+    from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, EncryptionKeyError
     from stalwart.client.agent_files import AgentFileError
     from stalwart.client.api import InvalidRunInput, RunWithoutResult, SessionClosed
 
@@ -99,8 +101,15 @@ def _explain(err: Exception) -> int | None:
     if isinstance(err, AgentFileError | InvalidRunInput) or (replay and isinstance(err, replay.HistoryFileError)):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError):
+    if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError | EncryptionKeyError):
         print(f"error: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if isinstance(err, KeyError) and ENCRYPTED.decode() in str(err):  # the converter met a payload it has no key for
+        print(
+            f"error: the run's payloads are encrypted and no encryption key is set here: set {KEYS_VAR} (or "
+            f"{KEY_FILE_VAR}) to the workers' keys",
+            file=sys.stderr,
+        )
         return EXIT_RUN_FAILED
     if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND:
@@ -444,11 +453,18 @@ async def _replay(args: argparse.Namespace) -> int:
     else:
         outcomes = await replay_files(args.paths)
     for outcome in outcomes:
-        print(f"{'ok' if outcome.ok else 'DIVERGES'}  {outcome.name} {outcome.run_id}")
-        if outcome.divergence:
-            print(f"    {outcome.divergence}")
-    failed = sum(not o.ok for o in outcomes)
-    print(f"{len(outcomes) - failed} replayed, {failed} diverged", file=sys.stderr)
+        verdict = "ok" if outcome.ok else "CANNOT READ" if outcome.unreadable else "DIVERGES"
+        print(f"{verdict}  {outcome.name} {outcome.run_id}")
+        if outcome.divergence or outcome.unreadable:
+            print(f"    {outcome.divergence or outcome.unreadable}")
+    diverged = sum(o.divergence is not None for o in outcomes)
+    unreadable = sum(o.unreadable is not None for o in outcomes)
+    failed = diverged + unreadable
+    print(
+        f"{len(outcomes) - failed} replayed, {diverged} diverged"
+        + (f", {unreadable} could not be read here" if unreadable else ""),
+        file=sys.stderr,
+    )
     if not outcomes:
         print("error: nothing to replay", file=sys.stderr)
         return EXIT_RUN_FAILED

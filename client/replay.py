@@ -10,6 +10,7 @@ histories refer to into a `storage/` folder beside them, so a fixture replays an
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,10 +22,13 @@ from google.protobuf.message import Message as ProtoMessage
 from temporalio.api.common.v1 import Payload
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.client import Client, WorkflowHistory
+from temporalio.converter import DataConverter
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Replayer
 
 from stalwart.activities.storage.config import StorageConfig, object_client
 from stalwart.activities.storage.converter import stalwart_converter
+from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, encryption_codec, is_encrypted
 from stalwart.client.chain import chain_histories
 from stalwart.workflows import AgentWorkflow
 
@@ -34,12 +38,15 @@ _REFERENCE_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
 
 @dataclass(frozen=True)
 class ReplayOutcome:
-    """One history replayed: `ok`, or the first place where the code here decides differently."""
+    """One history replayed: `ok`, or the first place where the code here decides differently (`divergence`), or
+    why it could not be replayed here at all (`unreadable`: its payloads cannot be decoded, which says nothing of
+    the code)."""
 
     name: str
     run_id: str
     ok: bool
     divergence: str | None = None
+    unreadable: str | None = None
 
 
 def history_file_name(workflow_id: str, index: int) -> str:
@@ -175,9 +182,58 @@ async def replay_live(client: Client, query: str, limit: int = 1000) -> list[Rep
 async def _replay(
     history: WorkflowHistory, name: str, storage: StorageConfig | None, workflows: Sequence[type]
 ) -> ReplayOutcome:
-    replayer = Replayer(workflows=list(workflows), data_converter=stalwart_converter(storage=storage))
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    converter = stalwart_converter(storage=storage)
     run_id = history.run_id or ""
+    unreadable = await _unreadable(history, converter)
+    if unreadable is not None:
+        return ReplayOutcome(name, run_id, ok=False, unreadable=unreadable)
+    replayer = Replayer(workflows=list(workflows), data_converter=converter, runtime=_quiet_runtime())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if result.replay_failure is None:
         return ReplayOutcome(name, run_id, ok=True)
-    return ReplayOutcome(name, run_id, ok=False, divergence=str(result.replay_failure))
+    return ReplayOutcome(name, run_id, ok=False, divergence=_divergence(result.replay_failure))
+
+
+async def _unreadable(history: WorkflowHistory, converter: DataConverter) -> str | None:
+    """Why this history's payloads cannot be decoded here, if they cannot.
+
+    Replayed anyway, the workflow would fail on its input (or a result) and make different decisions than it
+    recorded: a nondeterminism error that blames the code for a missing key or a missing stored payload.
+    """
+    keys = encryption_codec(converter.payload_codec) is not None
+    for event in history.events:
+        payloads = list(_payloads(event))
+        if not keys and any(is_encrypted(payload) for payload in payloads):
+            return (
+                f"event {event.event_id} holds encrypted payloads and no encryption key is set here: give replay "
+                f"the workers' keys ({KEYS_VAR} or {KEY_FILE_VAR})"
+            )
+        try:
+            await converter.decode(payloads)
+        except Exception as err:
+            while err.__cause__ is not None and isinstance(err.__cause__, Exception):
+                err = err.__cause__
+            return (
+                f"a payload of event {event.event_id} cannot be decoded here ({type(err).__name__}: {err}): replay "
+                f"needs the payloads the workers stored (the `{STORAGE_FOLDER}/` folder an export writes beside its "
+                f"files, or STALWART_STORAGE) and their encryption keys ({KEYS_VAR})"
+            )
+    return None
+
+
+def _divergence(failure: Exception) -> str:
+    """The SDK core's message of a replay failure, without the Rust debug text around it."""
+    text = str(failure)
+    found = re.search(r'message: "((?:[^"\\]|\\.)*)"', text)
+    return found.group(1) if found else text
+
+
+@functools.cache
+def _quiet_runtime() -> Runtime:
+    """A runtime whose core logs only errors: a divergence is reported once, by `ReplayOutcome`, and the core's
+    own warning of the same failed workflow task would only repeat it."""
+    return Runtime(
+        telemetry=TelemetryConfig(
+            logging=LoggingConfig(filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"))
+        )
+    )

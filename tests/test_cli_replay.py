@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 from test_cli import stalwart
 
+from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR
 from stalwart.client.api import StalwartClient
-from stalwart.client.replay import chain_histories, replay_live
+from stalwart.client.connection import connect
+from stalwart.client.replay import STORAGE_FOLDER, chain_histories, export_run, replay_files, replay_live
 from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.contracts.agent import SessionSettings
 from stalwart.workers.worker import build_worker
@@ -70,3 +75,58 @@ async def test_a_chain_that_continued_as_new_is_listed_exported_and_replayed_onc
     replayed = await replay_live(dev_env.client, f"{query} AND ExecutionStatus='ContinuedAsNew'")
     assert sorted(outcome.run_id for outcome in replayed) == sorted({outcome.run_id for outcome in replayed})
     assert len(replayed) == runs and all(outcome.ok for outcome in replayed)
+
+
+def _keyless(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEYS_VAR, raising=False)
+    monkeypatch.delenv(KEY_FILE_VAR, raising=False)
+
+
+@pytest.mark.slow
+async def test_a_history_of_encrypted_payloads_without_the_key_is_unreadable_not_a_divergence(
+    dev_env, task_queue, tmp_path, monkeypatch
+):
+    _keyless(monkeypatch)
+    monkeypatch.setenv(KEYS_VAR, f"k1:{base64.b64encode(os.urandom(32)).decode()}")
+    keyed = await connect(dev_env.address, from_config=False)  # the workers' converter: it encrypts
+    async with build_worker(keyed, task_queue=task_queue):
+        handle = await StalwartClient(keyed, task_queue=task_queue).start(AGENTS_DIR / "calculator.toml", "17 * 23?")
+        await handle.result()
+    await export_run(keyed, handle.run_id, tmp_path)
+    assert (await replay_files([tmp_path]))[0].ok, "with the key it replays"
+
+    _keyless(monkeypatch)
+    [outcome] = await replay_files([tmp_path])
+    assert not outcome.ok and outcome.divergence is None
+    assert outcome.unreadable is not None and KEYS_VAR in outcome.unreadable
+    replayed = stalwart("replay", str(tmp_path))
+    assert replayed.returncode == 1 and "Traceback" not in replayed.stderr
+    assert "CANNOT READ" in replayed.stdout and KEYS_VAR in replayed.stdout
+    shown = stalwart("show", handle.run_id, address=dev_env.address)
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr
+    assert KEYS_VAR in shown.stderr
+
+
+@pytest.mark.slow
+async def test_a_history_without_its_stored_payloads_is_unreadable_not_a_divergence(
+    dev_env, task_queue, tmp_path, monkeypatch
+):
+    _keyless(monkeypatch)
+    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))
+    monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
+    storing = await connect(dev_env.address, from_config=False)  # the workers' converter: it stores large payloads
+    agent = AgentSpec(name="long", scripted=[ScriptedReply(text="read it " * 600)])
+    async with build_worker(storing, task_queue=task_queue):
+        handle = await StalwartClient(storing, task_queue=task_queue).start(agent, "a goal")
+        await handle.result()
+    exported = tmp_path / "exported"
+    await export_run(storing, handle.run_id, exported)
+    assert (exported / STORAGE_FOLDER).is_dir(), "the answer was stored outside history"
+    assert (await replay_files([exported]))[0].ok
+
+    shutil.rmtree(exported / STORAGE_FOLDER)
+    monkeypatch.chdir(tmp_path)  # no default storage here either
+    monkeypatch.delenv("STALWART_STORAGE")
+    [outcome] = await replay_files([exported])
+    assert not outcome.ok and outcome.divergence is None
+    assert outcome.unreadable is not None and f"{STORAGE_FOLDER}/" in outcome.unreadable
