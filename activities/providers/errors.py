@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeGuard
 import httpx
 import httpx2
 
+from stalwart.activities import secrets
 from stalwart.activities.providers.base import (
     ModelError,
     ModelGarbledError,
@@ -99,6 +100,8 @@ def incomplete(target: Target) -> ModelUnavailableError:
 
 SHOWN_BYTES = 80
 """How much of a garbled body an error message shows."""
+_SAMPLED_BYTES = 16 * 1024
+"""How much of it is read for that: enough that a secret near its start is whole, so redaction finds it."""
 
 
 def garbled(what: str, response: object | None, err: BaseException | None) -> ModelGarbledError:
@@ -108,12 +111,13 @@ def garbled(what: str, response: object | None, err: BaseException | None) -> Mo
     headers = getattr(response, "headers", None) or {}
     content_type = headers.get("content-type") or "no content type"
     answered = f"answered HTTP {status} ({content_type})" if status is not None else "answered"
+    # The sample is cut by `shorten`, after redaction: cut first, a secret in it would be shown in part.
     if isinstance(err, UnicodeDecodeError):
         problem = "a body that is not UTF-8 text"
-        sample: bytes | str | None = err.object[:SHOWN_BYTES] if isinstance(err.object, bytes) else None
+        sample: bytes | str | None = err.object[:_SAMPLED_BYTES] if isinstance(err.object, bytes) else None
     elif isinstance(err, ValueError) and hasattr(err, "doc"):  # json.JSONDecodeError
         problem = "an event that is not JSON"
-        sample = str(getattr(err, "doc", ""))[:SHOWN_BYTES]
+        sample = str(getattr(err, "doc", ""))[:_SAMPLED_BYTES]
     else:
         problem = "no server-sent events at all"
         sample = None
@@ -126,10 +130,15 @@ def garbled(what: str, response: object | None, err: BaseException | None) -> Mo
 
 
 def shorten(value: bytes | str, limit: int = SHOWN_BYTES) -> str:
-    """`value` as printable text: escapes for bytes that are not printable UTF-8, cut at `limit` characters."""
+    """`value` as printable text: escapes for bytes that are not printable UTF-8, cut at `limit` characters.
+
+    The secrets the worker holds are redacted before the cut, and an end that could be the start of one is
+    dropped with the rest: a key cut in two is still a key shown in part.
+    """
     text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
     text = "".join(c if c.isprintable() and c != "\ufffd" else c.encode("unicode_escape").decode() for c in text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    text = secrets.redact(text)
+    return text if len(text) <= limit else secrets.redact(text[:limit], partial_tail=True) + "..."
 
 
 def _from_status(

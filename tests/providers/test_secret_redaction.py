@@ -13,10 +13,12 @@ import pytest
 from flavors import FLAVORS, Flavor, agent_for, run_agent, start_run
 
 from stalwart.activities import secrets
+from stalwart.activities.providers.base import ModelGarbledError
+from stalwart.activities.providers.errors import SHOWN_BYTES
 from stalwart.client.stream import AnswerDelta, stream_answer
 from stalwart.workers.worker import build_worker
 
-from wire_server.script import Broken, Fail, Reply
+from wire_server.script import Broken, Fail, Garbage, Reply
 
 
 def _plain_key() -> str:
@@ -55,6 +57,27 @@ async def test_secret_leak_a_provider_echoing_the_key_leaves_no_trace_in_history
     assert key not in result.model_dump_json()
     assert key not in streamed
     assert key not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "body_start", [b"<html>Invalid token: ", b"\xff\xfe bad token: "], ids=["not-json", "not-utf8"]
+)
+async def test_secret_leak_a_garbled_body_holding_the_key_where_its_sample_is_cut_shows_no_part_of_it(
+    time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch, caplog, body_start: bytes
+):
+    """The error shows the start of a garbled body: the key straddles where that sample is cut."""
+    key = _plain_key()
+    monkeypatch.setenv(flavor.key_env, key)
+    body = body_start + b"x" * (SHOWN_BYTES - 20 - len(body_start)) + key.encode() + b"</html>"
+    script = wire.script(*[Garbage(200, body, "application/json")] * ModelGarbledError.MAX_ATTEMPTS)
+    caplog.set_level(logging.DEBUG)
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Who am I?")
+        result = await handle.result()
+        history = (await handle.fetch_history()).to_json()
+    assert result.stop_reason == "error" and "ModelGarbledError" in (result.error or "")
+    shown = [key[:n] for n in range(6, len(key) + 1) if key[:n] in history + (result.error or "") + caplog.text]
+    assert not shown, f"{shown[-1]!r}, the start of the key, was shown"
 
 
 def test_secret_leak_a_key_split_across_stream_chunks_is_never_shown_in_part():
