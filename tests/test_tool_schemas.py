@@ -65,3 +65,24 @@ async def test_calculator_evaluates_arithmetic(expression, value):
 async def test_calculator_refuses_anything_but_arithmetic(expression):
     with pytest.raises(ValueError, match=r"unsupported expression|is too large|not an arithmetic expression"):
         await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["(10 ** 1000) ** 1000", "((2 ** 100) ** 100) ** 100", "(10 ** 4000) * (10 ** 4000)", "(7 ** 5000) * 7 ** 5000"],
+)
+async def test_calculator_refuses_a_product_or_power_too_large_to_return_before_computing_it(expression):
+    """Computed, these hold the worker's CPU and its GIL for minutes: every other activity of the worker waits."""
+    with pytest.raises(ValueError, match=r"would have about [\d,]+ digits, over the limit of 4,214; work with floats"):
+        await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))
+
+
+@pytest.mark.parametrize(("expression", "digits"), [("3 ** 8000", 3817), ("(10 ** 2000) * (10 ** 2000)", 4001)])
+async def test_calculator_returns_integers_up_to_the_longest_python_prints(expression, digits):
+    result = await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))
+    assert len(result) == digits
+
+
+async def test_calculator_says_a_float_overflow_is_too_large_and_how_to_work_around_it():
+    with pytest.raises(ValueError, match="too large for a float; work with logarithms"):
+        await calculator({"expression": "9.0 ** 9999"}, ToolContext(idempotency_key="k", call_id="c"))

@@ -42,6 +42,30 @@ _FUNCTIONS: dict[str, Callable[..., float]] = {
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 _MAX_EXPONENT = 10_000
+_MAX_INT_BITS = 14_000
+"""About 4,200 decimal digits: Python prints no longer integer (`sys.get_int_max_str_digits`), so no longer result
+could be returned. Checked before each product and power, whose cost grows with its operands' sizes: a small
+expression such as `(9**9999)**9999` would otherwise hold the worker's CPU (and its GIL, so every other
+activity and heartbeat of the worker) for minutes."""
+
+
+def _refuse_huge(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse an integer product or power whose result would be over `_MAX_INT_BITS`, before computing it."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # float arithmetic is bounded: it overflows to an error or inf
+    if isinstance(op, ast.Mult):
+        bits = left.bit_length() + right.bit_length()
+    elif isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
+        bits = int(right * math.log2(abs(left)))
+    else:
+        return
+    if bits > _MAX_INT_BITS:
+        shown = ast.unparse(ast.BinOp(ast.Constant(left), op, ast.Constant(right)))
+        raise ValueError(
+            f"the result of {shown if len(shown) <= 60 else shown[:60] + '…'} would have about "
+            f"{bits * math.log10(2):,.0f} digits, over the limit of {_MAX_INT_BITS * math.log10(2):,.0f}; work with "
+            "floats (write 9.0 instead of 9) or with logarithms (log)"
+        )
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -53,6 +77,7 @@ def _evaluate(node: ast.AST) -> float:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
             raise ValueError(f"exponent {right} is too large (limit {_MAX_EXPONENT})")
+        _refuse_huge(node.op, left, right)
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
@@ -80,7 +105,10 @@ def calculator(expression: str) -> float | int:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as err:
         raise ValueError(f"not an arithmetic expression: {err.msg}") from None
-    return _evaluate(tree)
+    try:
+        return _evaluate(tree)
+    except OverflowError:
+        raise ValueError("the result is too large for a float; work with logarithms (log) instead") from None
 
 
 @tool
