@@ -30,6 +30,11 @@ class AgentFileError(ValueError):
     """An agent file that cannot be used; the message names the file, the field and the fix."""
 
 
+MAX_FILE_BYTES = 10_000_000
+"""Past this, a file is not an agent file: the run's input must fit in Temporal's 2 MiB payload limit (or external
+storage), and a larger read only fills memory."""
+
+
 def load_agent(path: str | Path) -> AgentSpec:
     """Read and validate an agent file, with the agent files of its sub-agents read into it."""
     return _load(Path(path), chain=())
@@ -51,8 +56,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise AgentFileError(f"{path}: no such agent file.{hint}")
     if path.is_dir():
         raise AgentFileError(f"{path} is a directory, not an agent file; name a .toml file in it.{hint}")
+    if not path.is_file():  # a device or a pipe: reading it may never end (/dev/zero, a FIFO)
+        raise AgentFileError(f"{path} is not a regular file; name the agent's .toml file.{hint}")
     try:
-        text = path.read_bytes().decode("utf-8")
+        with path.open("rb") as file:
+            data_bytes = file.read(MAX_FILE_BYTES + 1)
+        if len(data_bytes) > MAX_FILE_BYTES:
+            raise AgentFileError(
+                f"{path}: over {MAX_FILE_BYTES // 1_000_000} MB, far more than any agent file; name the agent's "
+                "own file (long instructions belong in a file of their own, read by a tool)."
+            )
+        text = data_bytes.decode("utf-8")
     except UnicodeDecodeError as err:
         raise AgentFileError(
             f"{path}: not UTF-8 text (byte {err.start} cannot be decoded); agent files are TOML, which is UTF-8: "
@@ -184,7 +198,12 @@ def _range_of(loc: tuple[int | str, ...]) -> str | None:
 
 
 def _field_names(model: type[BaseModel]) -> dict[str, FieldInfo]:
-    """A model's fields by the name an agent file uses for them: the alias when there is one."""
+    """A model's fields by the name an agent file uses for them: the alias when there is one.
+
+    A contract is built on first use (contracts/__init__.py), so a field that names a model defined after its own
+    (`SubAgent.spec`, an `AgentSpec`) is still a forward reference until its model is rebuilt here."""
+    if not model.__pydantic_fields_complete__:
+        model.model_rebuild()
     return {info.alias or name: info for name, info in model.model_fields.items()}
 
 

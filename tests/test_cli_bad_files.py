@@ -75,6 +75,24 @@ def test_a_missing_agent_file_is_one_clean_error(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: ")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "over-the-size-limit"])
+def test_an_agent_file_that_is_a_pipe_a_device_or_huge_is_refused_without_reading_it_whole(tmp_path, capsys, kind):
+    """A FIFO blocks its reader until someone writes (a `check` no signal stopped) and /dev/zero never ends."""
+    from stalwart.client.agent_files import MAX_FILE_BYTES
+
+    path = tmp_path / "agent.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/zero")
+    else:
+        path.write_bytes(b'name = "a"\ninstructions = "' + b"x" * MAX_FILE_BYTES + b'"\n')
+    assert main(["check", str(path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}") and "Traceback" not in err
+    assert ("over 10 MB" if kind == "over-the-size-limit" else "not a regular file") in err
+
+
 def test_an_unreadable_agent_file_is_one_clean_error(tmp_path, capsys):
     if os.geteuid() == 0:
         pytest.skip("root reads any file")
