@@ -76,6 +76,10 @@ def run_input(
     spec: AgentSpec, goal: str = "", *, inputs: dict[str, Any] | None = None, session: bool = False
 ) -> RunInput:
     """The workflow input, checked here first: what the workflow would refuse is refused before the run starts."""
+    if not session and not goal.strip():
+        raise InvalidRunInput(
+            "a run needs a goal: give the task as text, or start a session (`stalwart session start`) to send messages"
+        )
     problem = goal_problem(goal, spec)
     if problem:
         raise InvalidRunInput(problem)

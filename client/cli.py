@@ -68,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         getattr(args, "help_parser", parser).print_help()
         return EXIT_USAGE
+    if (garbled := _not_utf8(vars(args))) is not None:
+        print(
+            f"error: {garbled!r} is not UTF-8 text; Temporal and the model take text only: retype it", file=sys.stderr
+        )
+        return EXIT_USAGE
     import asyncio
 
     # Model and tool output reaches the terminal: its control characters are shown escaped, never obeyed.
@@ -84,6 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     finally:
         sys.stdout, sys.stderr = out, err_out
+
+
+def _not_utf8(values: object) -> str | None:
+    """The first argument with bytes that are not UTF-8 (Python holds them as lone surrogates), if any."""
+    if isinstance(values, str | os.PathLike):
+        text = os.fspath(values)
+        return text if isinstance(text, str) and any("\udc80" <= c <= "\udcff" for c in text) else None
+    if isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, list | tuple):
+        return next((found for value in values if (found := _not_utf8(value)) is not None), None)
+    return None
 
 
 def _explain(err: Exception) -> int | None:
@@ -104,6 +121,20 @@ def _explain(err: Exception) -> int | None:
     if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError | EncryptionKeyError):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
+    temporal_client = sys.modules.get("temporalio.client")  # loaded by every command that reaches a server
+    if temporal_client and isinstance(err, temporal_client.WorkflowFailureError):
+        cause: BaseException = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        print(f"error: the run failed: {getattr(cause, 'message', None) or cause}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    dev_server = sys.modules.get("stalwart.workers.dev_server")
+    if dev_server and isinstance(err, dev_server.DevServerExited):
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if isinstance(err, OSError) and err.filename is not None:  # a folder or file named on the command line
+        print(f"error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
     if isinstance(err, KeyError) and ENCRYPTED.decode() in str(err):  # the converter met a payload it has no key for
         print(
             f"error: the run's payloads are encrypted and no encryption key is set here: set {KEYS_VAR} (or "
@@ -1395,7 +1426,7 @@ def _parse_inputs(pairs: list[str]) -> dict[str, object]:
             raise AgentFileError(f"--input {pair!r}: write it as NAME=VALUE")
         try:
             inputs[name] = json.loads(value)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number longer than Python reads (4,300 digits): the text itself
             inputs[name] = value
     return inputs
 

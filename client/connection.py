@@ -111,6 +111,11 @@ async def connect(
             "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
             "at your server."
         ) from err
+    except ValueError as err:  # the SDK's bridge refuses an address it cannot parse ("invalid port number")
+        raise ConnectionError(
+            f"the Temporal address {target!r} is not HOST:PORT ({err}): give one such as localhost:7233 "
+            "(--address or TEMPORAL_ADDRESS)"
+        ) from err
 
 
 def _dev_ui_file() -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stalwart.client import render
-from stalwart.client.cli import EXIT_OK, EXIT_USAGE, main
+from stalwart.client.cli import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, main
 from stalwart.contracts.messages import Usage
 from stalwart.contracts.run import AgentResult, StepRecord
 
@@ -159,3 +159,33 @@ def test_replay_of_a_file_that_is_not_a_history_is_one_clean_error(tmp_path, cap
     assert main(["replay", str(path)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("error: ") and said in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["show", "b\udcff"], ["run", "agents/calculator.toml", "a\udcff"], ["runs", "--query", 'AgentName="\udcff"']],
+    ids=["run-id", "goal", "query"],
+)
+def test_an_argument_that_is_not_utf8_is_one_clean_error(capsys, argv):
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which no payload or RPC can carry."""
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "is not UTF-8 text" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:99999", "[::1"])
+def test_an_address_that_is_not_host_and_port_is_one_clean_error(capsys, address):
+    assert main(["show", "some-run", "--address", address]) == EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the Temporal address {address!r} is not HOST:PORT") and "Traceback" not in err
+
+
+def test_a_dev_server_folder_that_cannot_be_made_is_one_clean_error(capsys):
+    assert main(["run", "--dev", "--data-dir", "/dev/null/x", "agents/calculator.toml", "2+2"]) == EXIT_USAGE
+    assert capsys.readouterr().err.splitlines()[-1] == "error: /dev/null/x: Not a directory"
+
+
+def test_an_input_number_longer_than_python_reads_is_kept_as_text():
+    from stalwart.client.cli import _parse_inputs
+
+    assert _parse_inputs(["n=" + "9" * 5000, "m=12"]) == {"n": "9" * 5000, "m": 12}

@@ -44,6 +44,16 @@ async def test_goal_size_a_goal_over_the_limit_is_refused_before_the_run_starts(
         assert missing.value.status == RPCStatusCode.NOT_FOUND, "nothing was started"
 
 
+@pytest.mark.parametrize("goal", ["", "  \n\t"])
+async def test_an_empty_goal_is_refused_before_the_run_starts(time_skipping_env, task_queue, goal):
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    with pytest.raises(InvalidRunInput, match="a run needs a goal"):
+        await stalwart.start(_agent(), goal, run_id=f"never-{task_queue}")
+    with pytest.raises(RPCError) as missing:
+        await time_skipping_env.client.get_workflow_handle(f"never-{task_queue}").describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND, "nothing was started"
+
+
 async def test_goal_size_a_goal_at_the_limit_runs(time_skipping_env, task_queue, worker_with):
     async with worker_with():
         result = await StalwartClient(time_skipping_env.client, task_queue=task_queue).run(_agent(), "x" * LIMIT)
