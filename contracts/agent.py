@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
@@ -102,6 +103,13 @@ def http_url(value: str, example: str) -> str:
     """URLs the worker fetches over HTTP; `example` shows a good one in the error."""
     if not re.match(r"https?://[^/\s]+", value):
         raise ValueError(f"use an http:// or https:// URL such as `{example}`")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - reading it checks it: a port over 65535 or not a number raises
+    except ValueError as err:  # "Invalid IPv6 URL", "Port out of range 0-65535"
+        raise ValueError(f"`{value}` is not a URL a client can open ({err}); use one such as `{example}`") from None
+    if not parts.hostname or any(char.isspace() for char in value):
+        raise ValueError(f"`{value}` names no host, or holds a space; use a URL such as `{example}`")
     return value
 
 
@@ -369,6 +377,11 @@ class McpHttpServer(_McpServerBase):
                 raise ValueError(f"header name {key!r} is not an HTTP header name: use letters, digits and '-'")
             if any(char in text for char in "\r\n\0"):
                 raise ValueError(f"header `{key}` holds a line break or NUL, which HTTP cannot send; remove it")
+            if not text.isascii():
+                raise ValueError(
+                    f"header `{key}` holds characters that are not ASCII, which HTTP headers cannot carry; "
+                    "percent-encode them, or put the value in an environment variable the server decodes"
+                )
         return value
 
 

@@ -51,6 +51,15 @@ BAD_FILES: dict[str, tuple[bytes | None, str]] = {
     ),
     "api-key-env-not-a-name": (b'name = "a"\nmodel = "openai:gpt-4.1"\napi_key_env = "A B"\n', "api_key_env"),
     "empty": (b"", "`name` is required"),
+    "base-url-bad-ipv6": (b'name = "a"\nmodel = "ollama:llama3.1"\nbase_url = "http://[::1"\n', "not a URL a client"),
+    "base-url-port-too-big": (b'name = "a"\nmodel = "ollama:l"\nbase_url = "http://localhost:99999/v1"\n', "Port"),
+    "base-url-space-in-host": (b'name = "a"\nmodel = "ollama:l"\nbase_url = "http://local host/v1"\n', "space"),
+    "mcp-url-bad-port": (b'name = "a"\n[[mcp_servers]]\nname = "m"\nurl = "http://h:99999/mcp"\n', "Port"),
+    "sub-agent-url-bad-ipv6": (b'name = "a"\n[[sub_agents]]\nname = "r"\nurl = "http://[::1/x"\n', "IPv6"),
+    "header-not-ascii": (
+        b'name = "a"\n[[mcp_servers]]\nname = "m"\nurl = "http://h/mcp"\nheaders = { X = "caf\xc3\xa9" }\n',
+        "not ASCII",
+    ),
 }
 
 
