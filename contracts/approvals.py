@@ -21,9 +21,23 @@ class PendingApproval(Contract):
     expires_at: datetime
 
 
+MAX_REASON_CHARS = 10_000
+"""A decision's reason goes to the model as the refused call's result, and into history: a few paragraphs at most."""
+MAX_REVIEWER_CHARS = 200
+
+
 class ApprovalDecision(Contract):
     """The input of the `approve` and `reject` updates."""
 
     call_id: str
     reason: str | None = None
     reviewer: str | None = None
+
+
+def decision_problem(decision: ApprovalDecision) -> str | None:
+    """Why a decision is refused before it reaches the run, if it is: a reason or reviewer too long to record."""
+    if len(decision.reason or "") > MAX_REASON_CHARS:
+        return f"the reason has {len(decision.reason or ''):,} characters, over {MAX_REASON_CHARS:,}: shorten it"
+    if len(decision.reviewer or "") > MAX_REVIEWER_CHARS:
+        return f"the reviewer has {len(decision.reviewer or ''):,} characters, over {MAX_REVIEWER_CHARS:,}: shorten it"
+    return None

@@ -100,6 +100,23 @@ async def test_approving_an_unknown_call_id_is_refused(stalwart, worker_with):
     assert "no tool call 'no-such-call' is waiting" in str(refused.value.cause)
 
 
+async def test_a_decision_whose_reason_is_too_long_to_record_is_refused_and_the_call_still_waits(stalwart, worker_with):
+    """Accepted, a 3 MB reason failed the workflow task over and over (the error over Temporal's limit)."""
+    from stalwart.contracts.approvals import MAX_REASON_CHARS
+
+    transfers.clear()
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await until_pending(handle)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.reject("pay", reason="x" * (MAX_REASON_CHARS + 1))
+        assert [p.call_id for p in await handle.pending_approvals()] == ["pay"]
+        await handle.reject("pay", reason="over the limit")
+        result = await handle.result()
+    assert f"over {MAX_REASON_CHARS:,}: shorten it" in str(refused.value.cause)
+    assert transfers == [] and result.answer == "Finished."
+
+
 async def test_agent_file_can_require_approval_for_a_tool_not_marked_in_code(stalwart, worker_with):
     spec = AgentSpec(
         name="careful",

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         ToolRequest,
     )
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+    from stalwart.contracts.approvals import ApprovalDecision, PendingApproval, decision_problem
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
     from stalwart.contracts.run import (
         AgentResult,
@@ -280,7 +280,7 @@ class AgentWorkflow:
 
     @approve.validator
     def _validate_approve(self, decision: ApprovalDecision) -> None:
-        self._require_pending(decision.call_id)
+        self._require_pending(decision)
 
     @workflow.update
     def reject(self, decision: ApprovalDecision) -> str:
@@ -290,9 +290,13 @@ class AgentWorkflow:
 
     @reject.validator
     def _validate_reject(self, decision: ApprovalDecision) -> None:
-        self._require_pending(decision.call_id)
+        self._require_pending(decision)
 
-    def _require_pending(self, call_id: str) -> None:
+    def _require_pending(self, decision: ApprovalDecision) -> None:
+        """A decision on a call that waits, small enough to record (a 3 MB reason failed workflow tasks for minutes)."""
+        if (problem := decision_problem(decision)) is not None:
+            raise ApplicationError(problem)
+        call_id = decision.call_id
         if call_id not in self._pending or call_id in self._decisions:
             waiting = ", ".join(self._pending) or "none"
             raise ApplicationError(f"no tool call {call_id!r} is waiting for approval in this run (waiting: {waiting})")
