@@ -140,18 +140,24 @@ async def wait_for_release(topic: str) -> str:
     return f"released {topic}"
 
 
-async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_step_in_order(stalwart, worker_with):
+def busy_agent(answer: str, **overrides: object) -> AgentSpec:
+    """A session agent whose first step waits in `wait_for_release` (reset here), then answers `answer`."""
     release.clear()
     tool_entered.clear()
-    agent = AgentSpec(
+    return AgentSpec(
         name="busy",
         tools=["wait_for_release"],
         scripted=[
             ScriptedReply(tool_calls=[ScriptedToolCall(name="wait_for_release", arguments={"topic": "x"})]),
-            ScriptedReply(text="read both"),
+            ScriptedReply(text=answer),
         ],
         session=SessionSettings(),
+        **overrides,
     )
+
+
+async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_step_in_order(stalwart, worker_with):
+    agent = busy_agent("read both")
     async with worker_with(wait_for_release):
         session = await stalwart.start_session(agent)
         first = asyncio.create_task(session.send("start"))
@@ -171,18 +177,7 @@ async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_st
 async def test_a_message_that_arrives_as_a_turn_spends_its_last_step_is_answered_by_the_next_turn(
     stalwart, worker_with
 ):
-    release.clear()
-    tool_entered.clear()
-    agent = AgentSpec(
-        name="busy",
-        tools=["wait_for_release"],
-        budgets=Budgets(max_steps=1),
-        scripted=[
-            ScriptedReply(tool_calls=[ScriptedToolCall(name="wait_for_release", arguments={"topic": "x"})]),
-            ScriptedReply(text="answered the second"),
-        ],
-        session=SessionSettings(),
-    )
+    agent = busy_agent("answered the second", budgets=Budgets(max_steps=1))
     async with worker_with(wait_for_release):
         session = await stalwart.start_session(agent)
         first = asyncio.create_task(session.send("first"))
