@@ -136,6 +136,14 @@ async def test_send_no_wait_returns_before_any_worker_runs_and_the_message_is_an
     assert [(s.role, s.content) for s in state.steps] == [("user", "hello"), ("assistant", "first answer")]
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C reaches the command as it does from a terminal: a shell that ran the tests in the background (`&`)
+    left SIGINT ignored, which its children inherit, and Python then installs no KeyboardInterrupt for it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _waiting_cli(*args: str, address: str, task_queue: str) -> subprocess.Popen[str]:
     """The CLI started as in `stalwart`, left running; returned once it says that no worker is polling."""
     command = subprocess.Popen(
@@ -145,6 +153,7 @@ def _waiting_cli(*args: str, address: str, task_queue: str) -> subprocess.Popen[
         stdin=subprocess.DEVNULL,
         text=True,
         cwd=REPO,
+        preexec_fn=_as_from_a_terminal,  # only resets a signal before exec: safe beside threads
     )
     assert command.stderr is not None
     for line in command.stderr:
