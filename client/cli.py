@@ -144,7 +144,13 @@ def _explain(err: Exception) -> int | None:
         return EXIT_RUN_FAILED
     if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND:
-            print(f"error: {err.message}. `stalwart runs` lists the runs of this namespace.", file=sys.stderr)
+            said = err.message.rstrip(".")
+            hint = (
+                "check --namespace (or TEMPORAL_NAMESPACE): `temporal operator namespace list` lists them"
+                if said.lower().startswith("namespace")
+                else "`stalwart runs` lists the runs of this namespace"
+            )
+            print(f"error: {said}. {hint}.", file=sys.stderr)
         else:
             # A query to a running workflow times out when no worker runs it.
             hint = (
@@ -383,7 +389,7 @@ def _parser() -> argparse.ArgumentParser:
         help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100' "
         "or 'AgentStatus=\"waiting\"' (open sessions, which take messages)",
     )
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--limit", type=_positive, default=20, help="at most this many runs, newest first (20)")
     _connection_options(runs)
 
     cancel = command("cancel", _cancel, "Cancel a run or session; it ends `cancelled` and keeps its steps.")
@@ -474,7 +480,11 @@ async def _replay(args: argparse.Namespace) -> int:
     from stalwart.client.replay import replay_files, replay_live
 
     if bool(args.paths) == bool(args.query):
-        print("error: give history files or folders, or --query, not both", file=sys.stderr)
+        either = "give history files or folders, or --query"
+        print(f"error: {either}, not both" if args.paths else f"error: {either}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.since and not args.query:
+        print("error: --since chooses among the runs of --query; history files are replayed whole", file=sys.stderr)
         return EXIT_USAGE
     if args.query:
         query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
@@ -552,6 +562,16 @@ def _grace_seconds(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
 def _worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tools",
@@ -619,6 +639,13 @@ async def _run(args: argparse.Namespace) -> int:
     from stalwart.client.api import StalwartClient
     from stalwart.contracts.model_choice import choose_model
 
+    if args.tools and not args.dev:
+        print(
+            "error: --tools loads tools into the embedded worker of --dev; the worker that runs this agent takes "
+            "them itself: `stalwart worker --tools MODULE`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     spec = load_agent(args.agent)
     inputs = _parse_inputs(args.input)
     async with _temporal(args, embedded=args.dev) as (temporal, ui_url):
@@ -858,8 +885,12 @@ async def _post(
     if not args.message.strip():
         print("error: the message is empty: send some text", file=sys.stderr)
         return EXIT_RUN_FAILED
-    if spec is not None and len(args.message) > spec.session.max_message_chars:
-        limit = spec.session.max_message_chars
+    limits = spec
+    if limits is None:  # the session's own limit, from its input: the signal would be dropped over it, unseen
+        with contextlib.suppress(RPCError):  # no such session: said below, when the signal finds none
+            limits = (await stalwart.session(args.session_id).run_input()).agent
+    if limits is not None and len(args.message) > limits.session.max_message_chars:
+        limit = limits.session.max_message_chars
         print(
             f"error: the message has {len(args.message):,} characters, over this agent's "
             f"[session] max_message_chars={limit:,}",

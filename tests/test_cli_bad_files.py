@@ -7,6 +7,7 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from datetime import UTC, datetime
@@ -198,3 +199,19 @@ def test_an_input_number_longer_than_python_reads_is_kept_as_text():
     from stalwart.client.cli import _parse_inputs
 
     assert _parse_inputs(["n=" + "9" * 5000, "m=12"]) == {"n": "9" * 5000, "m": 12}
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "agents/calculator.toml", "2+2", "--tools", "my_tools"], "--tools loads tools into the embedded"),
+        (["runs", "--limit", "-1"], "is not a whole number of 1 or more"),
+        (["replay", "--since", "7d"], "error: give history files or folders, or --query\n"),
+        (["replay", "some.json", "--since", "7d"], "--since chooses among the runs of --query"),
+    ],
+    ids=["tools-without-dev", "runs-limit", "replay-nothing", "replay-since-with-files"],
+)
+def test_options_that_cannot_do_anything_are_refused_with_what_to_do(capsys, argv, said):
+    with pytest.raises(SystemExit) if argv[0] == "runs" else contextlib.nullcontext():
+        assert main(argv) == EXIT_USAGE
+    assert said in capsys.readouterr().err

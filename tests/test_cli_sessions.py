@@ -196,6 +196,20 @@ async def test_close_with_no_worker_polling_says_so_instead_of_waiting_in_silenc
 
 
 @pytest.mark.slow
+async def test_send_no_wait_refuses_a_message_over_the_sessions_own_limit_instead_of_dropping_it(
+    dev_env, task_queue, client, tmp_path, sessions
+):
+    """A signal has no answer: over the limit the session would drop it, and the sender would never know."""
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(CHATTER + "\n[session]\nmax_message_chars = 10\n")
+    session = await client.start_session(tiny, session_id=session_id())
+    sessions.append(session.run_id)
+    posted = await cli("send", session.run_id, "longer than ten", "--no-wait", dev_env=dev_env, task_queue=task_queue)
+    assert posted.returncode == 1, posted.stderr
+    assert "max_message_chars=10" in posted.stderr and "Traceback" not in posted.stderr
+
+
+@pytest.mark.slow
 async def test_a_refused_empty_message_exits_1_with_the_sessions_reason_and_no_traceback(
     dev_env, task_queue, client, chatter_file, sessions
 ):
