@@ -782,6 +782,10 @@ class _LineReader:
         import threading
 
         self._asks: queue.SimpleQueue[tuple[Any, Any, str | None]] = queue.SimpleQueue()
+        # A line that is not UTF-8 arrives with its bad bytes as surrogates, for the caller to refuse it alone;
+        # strict decoding would end the input there, and every line after it with it.
+        with contextlib.suppress(AttributeError, ValueError):
+            sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
         threading.Thread(target=self._serve, name="stalwart-stdin", daemon=True).start()
 
     async def next(self, prompt: str | None = None) -> str | None:
@@ -941,6 +945,10 @@ async def _chat(args: argparse.Namespace) -> int:
         if message == "/close":
             return await _close_session(stalwart, session)
         if not message:
+            continue
+        if _not_utf8(message) is not None:  # a line of bytes that are not UTF-8: say so, and read the next one
+            print(f"error: the line {message!r} is not UTF-8 text; it was not sent", file=sys.stderr)
+            failed = True
             continue
         view = render.ChatView(sys.stdout, sys.stderr, prefix=f"{agent}> " if live else "", live=live)
         try:

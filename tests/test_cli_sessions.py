@@ -261,6 +261,23 @@ async def test_chat_with_piped_input_answers_each_line_in_order_and_exits_0(
 
 
 @pytest.mark.slow
+async def test_chat_refuses_a_piped_line_that_is_not_utf8_and_answers_the_lines_around_it(
+    dev_env, task_queue, chatter_file, sessions
+):
+    command = [*STALWART, "chat", str(chatter_file), "--address", dev_env.address, "--task-queue", task_queue]
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        chat = await asyncio.to_thread(
+            subprocess.run, command, input=b"hello\nbad \xff byte\nagain\n", capture_output=True, cwd=REPO
+        )
+    err = chat.stderr.decode(errors="replace")
+    if started := re.search(r"^session (chatter-session-[0-9a-f]{12}) ", err, flags=re.M):
+        sessions.append(started[1])
+    assert chat.returncode == 1 and "Traceback" not in err, err
+    assert "is not UTF-8 text; it was not sent" in err
+    assert chat.stdout == b"first answer\nsecond answer\n"
+
+
+@pytest.mark.slow
 async def test_show_of_a_session_lists_every_turn_and_says_it_waits_for_a_message(
     dev_env, task_queue, client, chatter_file, sessions
 ):
