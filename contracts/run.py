@@ -58,6 +58,12 @@ class RunInput(Contract):
         problem = goal_problem(self.goal, self.agent)
         if problem:
             raise ValueError(problem)
+        turn = self.carried.turn if self.carried else None
+        if turn is not None and turn.deadline is not None and self.agent.budgets.max_seconds is None:
+            raise ValueError(
+                "`carried.turn` has a deadline but the agent has no `max_seconds`: `carried` is written by "
+                "Stalwart's continue-as-new; leave it out of a run you start"
+            )
         return self
 
 
@@ -261,15 +267,18 @@ class QueuedMessage(Contract):
     received_at: datetime
 
 
+_INT64_MAX = 2**63 - 1
+
+
 class Carried(Contract):
     """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes."""
 
     chain_id: str
     """The first run's id: the conversation and step archives are stored under it for the whole chain."""
-    runs: int
+    runs: int = Field(ge=0)
     """How many runs the chain had before this one."""
     started_at: datetime
-    step: int
+    step: int = Field(ge=0, le=_INT64_MAX)
     usage: Usage
     transcript: TranscriptRef
     context_ref: str | None = None
@@ -280,13 +289,24 @@ class Carried(Contract):
     archives: list[StepArchive] = Field(default_factory=list)
     closing: bool = False
     """`close` arrived while the session was continuing as new."""
-    turns: int = 0
+    turns: int = Field(0, ge=0)
     turn: TurnInProgress | None = None
     answer: str | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
     """The tools as described when the chain began: the model sees the same list in every run."""
     metrics: RunMetrics | None = None
     """The metrics of the steps earlier runs archived (their steps are not carried)."""
+
+    @model_validator(mode="after")
+    def _counts_fit_search_attributes(self) -> Carried:
+        """The chain's counts are published as int64 search attributes: past that, every workflow task fails."""
+        usage = self.usage
+        if not all(0 <= count <= _INT64_MAX for count in (usage.input_tokens, usage.output_tokens, usage.total_tokens)):
+            raise ValueError(
+                "`carried.usage` holds a token count outside 0 to 2**63-1: `carried` is written by Stalwart's "
+                "continue-as-new; leave it out of a run you start"
+            )
+        return self
 
 
 class TurnInProgress(Contract):

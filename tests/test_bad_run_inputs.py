@@ -20,6 +20,16 @@ async def _failure(env, task_queue: str, *args: object) -> str:
     return str(failed.value.cause)
 
 
+def _carried(**fields: object) -> dict[str, object]:
+    """A `carried` block as continue-as-new writes it, with `fields` changed: what a caller outside may forge."""
+    base = {"chain_id": "c1", "runs": 0, "started_at": "2024-01-01T00:00:00Z", "step": 1, "usage": {}}
+    return {**base, "transcript": {"chain_id": "c1"}, **fields}
+
+
+def _turn(**fields: object) -> dict[str, object]:
+    return {"number": 1, "first_record": 0, "started_at": "2024-01-01T00:00:00Z", **fields}
+
+
 @pytest.mark.parametrize(
     ("raw", "named"),
     [
@@ -28,8 +38,23 @@ async def _failure(env, task_queue: str, *args: object) -> str:
         ("just a string", "invalid run input"),
         ({"goal": "no agent"}, "agent;   Field required"),
         ({"agent": {"name": "calc", "budgets": {"max_steps": "many"}}, "goal": "g"}, "max_steps"),
+        ({"agent": {"name": "calc"}, "goal": "g", "carried": _carried(step=2**70)}, "carried.step"),
+        ({"agent": {"name": "calc"}, "goal": "g", "carried": _carried(usage={"input_tokens": 2**63})}, "2**63-1"),
+        (
+            {"agent": {"name": "calc"}, "goal": "g", "carried": _carried(turn=_turn(deadline="2024-01-01T00:00:01Z"))},
+            "the agent has no `max_seconds`",
+        ),
     ],
-    ids=["misspelt-field", "missing-goal", "bare-string", "missing-agent", "wrong-type"],
+    ids=[
+        "misspelt-field",
+        "missing-goal",
+        "bare-string",
+        "missing-agent",
+        "wrong-type",
+        "carried-step-past-int64",
+        "carried-tokens-past-int64",
+        "carried-deadline-without-budget",
+    ],
 )
 async def test_a_malformed_input_fails_the_run_at_once_with_the_validation_message(
     time_skipping_env, task_queue, worker_with, raw, named
