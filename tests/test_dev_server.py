@@ -57,6 +57,16 @@ def test_a_dev_server_on_a_taken_port_it_was_given_says_so():
             asyncio.run(server.start())
 
 
+@pytest.mark.slow
+async def test_a_dev_server_given_the_port_of_a_running_server_refuses_instead_of_using_that_server():
+    """That server answered the health check before the new one failed to bind: the command ran on a server it
+    did not own, showed the wrong UI, and forgot that server's UI link when it stopped."""
+    async with DevServer(port=None, ui_port=None) as running:
+        with pytest.raises(dev_server.DevServerExited, match=f"already listens on 127.0.0.1:{running.port}"):
+            await DevServer(port=running.port, ui_port=None).start()
+        assert running.process is not None and running.process.poll() is None
+
+
 def test_a_dev_server_that_exits_at_start_quotes_that_start_of_its_log_and_names_the_file(tmp_path):
     db_file = tmp_path / "temporal.db"
     with _a_taken_port() as taken:

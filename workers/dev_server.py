@@ -64,6 +64,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on the local port (a port merely bound, by a client, does not)."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 PORT_ATTEMPTS = 3
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -164,6 +170,14 @@ class DevServer:
                     raise
 
     async def _start(self, timeout: float) -> None:
+        for port in (self.port, self.ui_port):
+            if port and _listening(port):
+                # The health check below would be answered by that server before this one failed to bind, and the
+                # command would run on it, a server it does not own, with another UI.
+                raise DevServerExited(
+                    f"a server already listens on 127.0.0.1:{port} (another `stalwart dev`?), so this command would "
+                    "talk to it instead of a server of its own. " + self._ports_taken_hint()
+                )
         command = self.command()  # creates db_file's folder, where the log goes
         self._close_log()
         # Open while the server runs, closed by `stop` (or below, when the server exits while starting).
