@@ -123,10 +123,9 @@ def _explain(err: Exception) -> int | None:
         return EXIT_RUN_FAILED
     temporal_client = sys.modules.get("temporalio.client")  # loaded by every command that reaches a server
     if temporal_client and isinstance(err, temporal_client.WorkflowFailureError):
-        cause: BaseException = err
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
-        print(f"error: the run failed: {getattr(cause, 'message', None) or cause}", file=sys.stderr)
+        from stalwart.workflows.failures import innermost_message
+
+        print(f"error: the run failed: {innermost_message(err)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     dev_server = sys.modules.get("stalwart.workers.dev_server")
     if dev_server and isinstance(err, dev_server.DevServerExited):

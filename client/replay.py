@@ -31,6 +31,7 @@ from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, encryption_codec, is_encrypted
 from stalwart.client.chain import chain_histories
 from stalwart.workflows import AgentWorkflow
+from stalwart.workflows.failures import innermost_message
 
 STORAGE_FOLDER = "storage"
 _REFERENCE_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
@@ -211,10 +212,8 @@ async def _unreadable(history: WorkflowHistory, converter: DataConverter) -> str
         try:
             await converter.decode(payloads)
         except Exception as err:
-            while err.__cause__ is not None and isinstance(err.__cause__, Exception):
-                err = err.__cause__
             return (
-                f"a payload of event {event.event_id} cannot be decoded here ({type(err).__name__}: {err}): replay "
+                f"a payload of event {event.event_id} cannot be decoded here ({innermost_message(err)}): replay "
                 f"needs the payloads the workers stored (the `{STORAGE_FOLDER}/` folder an export writes beside its "
                 f"files, or STALWART_STORAGE) and their encryption keys ({KEYS_VAR})"
             )
