@@ -60,9 +60,8 @@ def _refuse_huge(op: ast.operator, left: Any, right: Any) -> None:
     else:
         return
     if bits > _MAX_INT_BITS:
-        shown = ast.unparse(ast.BinOp(ast.Constant(left), op, ast.Constant(right)))
         raise ValueError(
-            f"the result of {shown if len(shown) <= 60 else shown[:60] + '…'} would have about "
+            f"the result of an integer {'product' if isinstance(op, ast.Mult) else 'power'} would have about "
             f"{bits * math.log10(2):,.0f} digits, over the limit of {_MAX_INT_BITS * math.log10(2):,.0f}; work with "
             "floats (write 9.0 instead of 9) or with logarithms (log)"
         )
