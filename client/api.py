@@ -39,6 +39,8 @@ from stalwart.contracts.run import (
     StepRecord,
     StopReason,
     goal_problem,
+    message_problem,
+    missing_goal,
     run_metrics,
 )
 
@@ -76,11 +78,7 @@ def run_input(
     spec: AgentSpec, goal: str = "", *, inputs: dict[str, Any] | None = None, session: bool = False
 ) -> RunInput:
     """The workflow input, checked here first: what the workflow would refuse is refused before the run starts."""
-    if not session and not goal.strip():
-        raise InvalidRunInput(
-            "a run needs a goal: give the task as text, or start a session (`stalwart session start`) to send messages"
-        )
-    problem = goal_problem(goal, spec)
+    problem = missing_goal(goal, session=session) or goal_problem(goal, spec)
     if problem:
         raise InvalidRunInput(problem)
     return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)
@@ -557,11 +555,8 @@ class StalwartClient:
         if agent is None:
             return await self.session(session_id).send(message)
         spec = _spec(agent)
-        if len(message) > spec.session.max_message_chars:  # the session would refuse it: say so before starting one
-            raise InvalidRunInput(
-                f"the message has {len(message):,} characters, over agent {spec.name!r}'s "
-                f"[session] max_message_chars={spec.session.max_message_chars:,}; shorten it"
-            )
+        if (problem := message_problem(message, spec)) is not None:  # the session would refuse it: say so first
+            raise InvalidRunInput(problem)
 
         def send() -> Awaitable[AgentResult]:
             operation: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(

@@ -884,21 +884,15 @@ async def _post(
     from temporalio.exceptions import WorkflowAlreadyStartedError
     from temporalio.service import RPCError, RPCStatusCode
 
+    from stalwart.contracts.run import message_problem
+
     # A signal has no answer, so a refused one would be dropped unseen: refuse here what can be seen here.
-    if not args.message.strip():
-        print("error: the message is empty: send some text", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    limits = spec
-    if limits is None:  # the session's own limit, from its input: the signal would be dropped over it, unseen
+    agent = spec
+    if agent is None:  # the session's own limit, from its input
         with contextlib.suppress(RPCError):  # no such session: said below, when the signal finds none
-            limits = (await stalwart.session(args.session_id).run_input()).agent
-    if limits is not None and len(args.message) > limits.session.max_message_chars:
-        limit = limits.session.max_message_chars
-        print(
-            f"error: the message has {len(args.message):,} characters, over this agent's "
-            f"[session] max_message_chars={limit:,}",
-            file=sys.stderr,
-        )
+            agent = (await stalwart.session(args.session_id).run_input()).agent
+    if (problem := message_problem(args.message, agent)) is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_RUN_FAILED
     if spec is not None:
         await _warn_without_workers(stalwart.temporal, args.task_queue)

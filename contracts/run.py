@@ -58,6 +58,10 @@ class RunInput(Contract):
         problem = goal_problem(self.goal, self.agent)
         if problem:
             raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _carried_turn_has_its_budget(self) -> RunInput:
         turn = self.carried.turn if self.carried else None
         if turn is not None and turn.deadline is not None and self.agent.budgets.max_seconds is None:
             raise ValueError(
@@ -65,6 +69,24 @@ class RunInput(Contract):
                 "Stalwart's continue-as-new; leave it out of a run you start"
             )
         return self
+
+
+def missing_goal(goal: str, *, session: bool) -> str | None:
+    """Why a run cannot start without a goal, if it cannot: a session starts with none and waits for messages."""
+    if session or goal.strip():
+        return None
+    return "a run needs a goal: give the task as text (`goal`), or start a session to send messages"
+
+
+def message_problem(text: str, agent: AgentSpec | None) -> str | None:
+    """Why a session of `agent` refuses the message `text` whatever its state, if it does: empty, or over its limit
+    (which an unknown `agent`, None, does not say)."""
+    if not text.strip():
+        return "the message is empty: send some text"
+    limit = agent.session.max_message_chars if agent is not None else None
+    if limit is not None and len(text) > limit:
+        return f"the message has {len(text):,} characters, over this agent's [session] max_message_chars={limit:,}"
+    return None
 
 
 def goal_problem(goal: str, agent: AgentSpec) -> str | None:

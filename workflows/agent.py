@@ -46,6 +46,8 @@ with workflow.unsafe.imports_passed_through():
         StepRecord,
         StopReason,
         TurnInProgress,
+        message_problem,
+        missing_goal,
     )
     from stalwart.contracts.tools import ToolSpec
     from stalwart.workflows import conversation, deadlines, delegation, policies, telemetry
@@ -182,12 +184,8 @@ class AgentWorkflow:
         input = self._input
         if self._invalid is not None:
             raise ApplicationError(self._invalid, type="InvalidRunInput", non_retryable=True)
-        if not input.session and not input.goal.strip():
-            raise ApplicationError(
-                "a run needs a goal: give `goal` in the input, or start a session (`session`: true) to send messages",
-                type="InvalidRunInput",
-                non_retryable=True,
-            )
+        if (missing := missing_goal(input.goal, session=input.session)) is not None:
+            raise ApplicationError(missing, type="InvalidRunInput", non_retryable=True)
         if input.carried is None:  # once per chain: a run continued as new is the same run
             telemetry.run_started(self._agent.name, session=input.session)
         kind = "session" if input.session else "invoke_agent"
@@ -346,13 +344,10 @@ class AgentWorkflow:
         return f"session {workflow.info().workflow_id} is closing"
 
     def _refusal(self, text: str, *, signalled: bool = False) -> str | None:
-        limit = self._agent.session.max_message_chars
         if not self._input.session and not signalled:
             return "this run is not a session: start one with `stalwart session start AGENT_FILE`"
-        if not text.strip():
-            return "the message is empty: send some text"
-        if len(text) > limit:
-            return f"the message has {len(text):,} characters, over this agent's [session] max_message_chars={limit:,}"
+        if (problem := message_problem(text, self._agent)) is not None:
+            return problem
         if self._closing or self._status in ("closed", "idle"):
             return "the session is closed: start a new one"
         if self._budget is not None and self._budget.lifetime_cost_reached():
