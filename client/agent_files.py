@@ -23,6 +23,7 @@ from stalwart.contracts.agent import (
     McpStdioServer,
     SubAgent,
     nesting,
+    unknown_tool_names,
 )
 
 
@@ -279,6 +280,9 @@ def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[st
             names.append((f"{where}sub_agents.{n}.auth_token_env", sub.auth_token_env))
         if sub.spec is not None:
             problems += static_problems(sub.spec, source=source, where=f"{where}sub_agents.{n}.spec.")
+    unknown = unknown_tool_names(spec)
+    if unknown is not None:
+        problems.append(f"{source}: {where}{unknown}")
     for field, name in names:
         if not secrets.env_allowed(name):
             problems.append(f"{source}: field `{field}`: {secrets.refusal(name, 'it')}")

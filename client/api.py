@@ -26,7 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from stalwart.client.connection import connect, dev_ui_url
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.contracts import names
-from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.agent import AgentSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import (
@@ -78,7 +78,7 @@ def run_input(
     spec: AgentSpec, goal: str = "", *, inputs: dict[str, Any] | None = None, session: bool = False
 ) -> RunInput:
     """The workflow input, checked here first: what the workflow would refuse is refused before the run starts."""
-    problem = missing_goal(goal, session=session) or goal_problem(goal, spec)
+    problem = missing_goal(goal, session=session) or goal_problem(goal, spec) or unknown_tool_names(spec)
     if problem:
         raise InvalidRunInput(problem)
     return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)

@@ -639,3 +639,30 @@ class AgentSpec(_Strict):
             for server in self.mcp_servers
         ]
         return self.model_copy(update={"mcp_servers": servers})
+
+
+def unknown_tool_names(spec: AgentSpec, tools: Iterable[str] | None = None) -> str | None:
+    """Why the agent's `require_approval` or `[bindings]` name a tool it does not have, if they do.
+
+    A misspelt name in `require_approval` is no harmless typo: the tool it meant runs without waiting for anyone.
+    `tools` is every tool name the model is offered, MCP tools included, as a run lists them. Without it only the
+    agent file's own names (`tools`, sub-agents) are known, so an agent with MCP servers is not judged until a run
+    (or `stalwart check`) lists their tools.
+    """
+    if tools is None:
+        if spec.mcp_servers:
+            return None
+        tools = ()
+    known = {*tools, *spec.tools, *(sub.name for sub in spec.sub_agents)}
+    problems = [
+        f"`{field}` names tool(s) {', '.join(unknown)}"
+        for field, names in (("require_approval", spec.require_approval), ("[bindings]", spec.bindings))
+        if (unknown := sorted(name for name in names if name not in known))
+    ]
+    if not problems:
+        return None
+    return (
+        f"agent {spec.name!r}: {' and '.join(problems)} that it does not have (its tools: "
+        f"{', '.join(sorted(known)) or 'none'}); a misspelt name there leaves the tool it meant without its approval "
+        "or binding: fix the name in the agent file"
+    )

@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
         ModelRequest,
         ToolRequest,
     )
-    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.agent import AgentSpec, unknown_tool_names
     from stalwart.contracts.approvals import ApprovalDecision, PendingApproval, decision_problem
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
     from stalwart.contracts.run import (
@@ -212,6 +212,11 @@ class AgentWorkflow:
                     self._tools = await self._describe_tools()
                 except ActivityError as err:
                     self._error = innermost_message(err)
+                    return self._finish("error")
+                unknown = self._unknown_tool_names()
+                # Asked only when a name is wrong, so other histories gain no marker; runs recorded before went on.
+                if unknown is not None and workflow.patched("unknown-tool-names-end-the-run"):
+                    self._error = unknown
                     return self._finish("error")
             stop = await (self._session() if input.session else self._one_goal())
         except _ContinueAsNew:
@@ -656,6 +661,12 @@ class AgentWorkflow:
         return self._input.model_copy(update={"carried": carried})
 
     # -- activities ----------------------------------------------------------
+
+    def _unknown_tool_names(self) -> str | None:
+        """Names in `require_approval` or `[bindings]` that no tool offered to this run has, before any tool runs."""
+        if self._agent.mcp_servers and not self._agent.loop.enable_tools:
+            return None  # the MCP servers' tools were not listed: nothing to judge their names by
+        return unknown_tool_names(self._agent, [tool.name for tool in self._tools or []])
 
     async def _describe_tools(self) -> list[ToolSpec]:
         """The tools the model is offered; seed 001's `enable_tools` / `enable_delegation` leave out a kind."""
