@@ -4,8 +4,9 @@ The fixtures are real runs recorded by tests/fixtures/record_capabilities.py (it
 says when to re-record): parallel tools, an approval approved and one rejected, a sub-agent, an
 A2A delegation, MCP tools over stdio and over HTTP, each budget stop, a streamed final answer from
 each provider protocol (through the real SDKs and the local wire server), both text action
-formats, a long run and a session that each continued as new several times, and a message that came
-during a session turn's last step (recorded before `messages-wait-out-a-spent-turn`).
+formats, a long run and a session that each continued as new several times, a message that came
+during a session turn's last step (recorded before `messages-wait-out-a-spent-turn`), and a run whose
+`require_approval` named a tool it did not have (recorded before `unknown-tool-names-end-the-run`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CAPABILITIES_RECORDED = {
     "session_turns",
     "session_listed_waiting",
     "session_message_in_a_spent_turn",
+    "approval_naming_a_missing_tool",
 }
 
 
