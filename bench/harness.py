@@ -19,7 +19,7 @@ from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
 from bench import baselines, tools
-from stalwart.activities.storage.config import DEFAULT_LOCAL_DIR, LOCAL_BUCKET, STORAGE_VAR, TRANSCRIPTS_AREA
+from stalwart.activities.storage.config import LOCAL_BUCKET, STORAGE_VAR, TRANSCRIPTS_AREA, default_local_root
 from stalwart.client.api import StalwartClient
 from stalwart.client.chain import chain_histories
 from stalwart.contracts.agent import AgentSpec
@@ -52,7 +52,7 @@ def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]
     """A fresh storage folder for the benchmark's runs, removed when it ends; None when `unless_configured` and the
     user set STALWART_STORAGE (an S3 bucket, say), which is then used as it is.
 
-    Without it every benchmark run left its conversations in the default `.stalwart/storage`: hundreds of
+    Without it every benchmark run left its conversations in the default storage folder: hundreds of
     megabytes after a day of measuring. The folder is made beside that default, on the same file system, so its
     durable writes cost what a worker's do (under a /tmp on tmpfs they would cost nothing). It is set before
     anything connects: the client, the worker's converter and its transcript store all read STALWART_STORAGE.
@@ -60,9 +60,9 @@ def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]
     if unless_configured and os.environ.get(STORAGE_VAR):
         yield None
         return
-    parent = DEFAULT_LOCAL_DIR.parent
+    parent = default_local_root().parent
     made_parent = not parent.exists()
-    parent.mkdir(exist_ok=True)
+    parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="bench-", dir=parent)).resolve()
     before = os.environ.get(STORAGE_VAR)
     os.environ[STORAGE_VAR] = str(root)
@@ -74,7 +74,7 @@ def scratch_storage(*, unless_configured: bool = False) -> Iterator[Path | None]
         else:
             os.environ[STORAGE_VAR] = before
         shutil.rmtree(root, ignore_errors=True)
-        if made_parent:  # a benchmark run in a fresh folder leaves no empty `.stalwart/` behind
+        if made_parent:  # a benchmark run on a fresh machine leaves no empty folder behind
             with contextlib.suppress(OSError):  # unless something else wrote there meanwhile
                 parent.rmdir()
 

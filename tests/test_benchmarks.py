@@ -100,8 +100,10 @@ def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
 @pytest.mark.slow
 def test_a_benchmark_leaves_no_conversations_in_the_default_storage(tmp_path: Path):
     """Run where STALWART_STORAGE is unset, a benchmark writes to a scratch folder beside the default one, on the
-    same disk, and removes it: measuring for a day used to leave hundreds of megabytes in `.stalwart/storage`."""
+    same disk, and removes it: measuring for a day used to leave hundreds of megabytes in the default storage."""
     env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
+    (tmp_path / "data").mkdir()
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")  # the default storage is $XDG_DATA_HOME/stalwart/storage
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     ran = subprocess.run(
         [sys.executable, "-m", "bench.step_cost", *SMALLEST_RUNS["step_cost"]],
@@ -114,4 +116,4 @@ def test_a_benchmark_leaves_no_conversations_in_the_default_storage(tmp_path: Pa
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert RATIO_LINE.search(ran.stdout)
     left = [path.relative_to(tmp_path) for path in tmp_path.rglob("*")]
-    assert left == []  # no conversations, and no empty `.stalwart/` either
+    assert left == [Path("data")]  # no conversations, and no empty `stalwart/` folder either

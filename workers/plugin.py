@@ -53,7 +53,7 @@ class StalwartPlugin(SimplePlugin):
         registry: A complete tool registry instead (then `tools` is added to it).
         models: The model activity with its SDK clients; tests pass one to share its clients.
         storage: Where payloads over the size threshold and conversations are kept; by default
-            from `STALWART_STORAGE` (a local folder, `.stalwart/storage`, unless set).
+            from `STALWART_STORAGE` (unless set, the user's `~/.local/share/stalwart/storage`).
         allowed_env: Further environment variables (names, or patterns like `MYCO_*`) that agent files may
             name in `api_key_env`, `auth_token_env` and `${NAME}`, besides the provider key variables,
             `STALWART_*` and `STALWART_ALLOWED_ENV`'s list. Their values are redacted from everything an

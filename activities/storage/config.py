@@ -10,6 +10,7 @@ comes from `with_external_storage` with the same settings can read them back.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -32,7 +33,9 @@ STORAGE_VAR = "STALWART_STORAGE"
 ENDPOINT_VAR = "STALWART_S3_ENDPOINT_URL"
 THRESHOLD_VAR = "STALWART_STORAGE_THRESHOLD_BYTES"
 
-DEFAULT_LOCAL_DIR = Path(".stalwart") / "storage"
+DATA_HOME_VAR = "XDG_DATA_HOME"
+# Where versions before 0.2 kept payloads by default: under the working directory of each process.
+LEGACY_LOCAL_DIR = Path(".stalwart") / "storage"
 DEFAULT_THRESHOLD_BYTES = 256 * 1024
 # The name stored in every reference in history: workers must register a driver under
 # this name to read them, whichever store is behind it.
@@ -41,7 +44,8 @@ LOCAL_BUCKET = "payloads"
 TRANSCRIPTS_AREA = "transcripts"
 
 _ACCEPTED_FORMS = (
-    f"{STORAGE_VAR} accepts: unset (a local directory, ./{DEFAULT_LOCAL_DIR}), a directory path, "
+    f"{STORAGE_VAR} accepts: unset (a local directory, $XDG_DATA_HOME/stalwart/storage or "
+    "~/.local/share/stalwart/storage), a directory path, "
     "file:///absolute/path, or s3://bucket[/prefix]"
 )
 # S3's bucket naming rules, less the rarely relevant exceptions (IP-shaped names, reserved suffixes).
@@ -109,7 +113,9 @@ class StorageConfig:
         threshold = _threshold(env.get(THRESHOLD_VAR, ""))
         location = env.get(STORAGE_VAR, "").strip()
         if not location:
-            return cls(local_root=(Path.cwd() / DEFAULT_LOCAL_DIR).resolve(), threshold_bytes=threshold)
+            root = default_local_root(env)
+            _warn_of_legacy_storage(root)
+            return cls(local_root=root, threshold_bytes=threshold)
         scheme = _URL_SCHEME.match(location)
         kind = scheme.group(1).lower() if scheme is not None else ""
         if scheme is None or (kind not in ("file", "s3") and not location[scheme.end() :].startswith("//")):
@@ -133,6 +139,35 @@ class StorageConfig:
                 threshold_bytes=threshold,
             )
         raise ValueError(f"{STORAGE_VAR}={location!r} is not a storage location Stalwart can use. {_ACCEPTED_FORMS}.")
+
+
+def default_local_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The storage folder when `STALWART_STORAGE` is unset: the user's data folder, whatever the working directory.
+
+    Every client and worker of one user on one machine finds the same payloads and conversations without
+    configuration. (It was `./.stalwart/storage`: a `stalwart dev` started in one folder and a `stalwart run`,
+    `show` or `worker` in another each had their own, and a run whose input or archived steps the other wrote
+    could not be read.)
+    """
+    env = os.environ if environ is None else environ
+    data_home = env.get(DATA_HOME_VAR, "").strip()
+    # The XDG rule: a relative XDG_DATA_HOME is invalid and ignored.
+    base = Path(data_home) if data_home and Path(data_home).is_absolute() else Path.home() / ".local" / "share"
+    return (base / "stalwart" / "storage").resolve()
+
+
+def _warn_of_legacy_storage(root: Path) -> None:
+    legacy = (Path.cwd() / LEGACY_LOCAL_DIR).resolve()
+    if legacy != root and legacy.is_dir() and any(legacy.iterdir()):
+        logging.getLogger(__name__).warning(
+            "%s holds payloads stored by an older Stalwart, whose default storage was ./%s; the default is now %s. "
+            "Runs that stored payloads there read them only with %s=%s",
+            legacy,
+            LEGACY_LOCAL_DIR,
+            root,
+            STORAGE_VAR,
+            legacy,
+        )
 
 
 def _resolved(path: Path) -> Path:

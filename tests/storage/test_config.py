@@ -24,20 +24,38 @@ from stalwart.activities.storage import (
 from stalwart.contracts.converter import DATA_CONVERTER
 
 
-def test_unset_storage_is_a_local_directory_under_the_current_directory_resolved_at_load(
+def test_unset_storage_is_the_users_data_folder_whatever_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    roots = set()
+    for folder in ("a", "b"):  # `stalwart dev` in one folder, `stalwart run` or `show` in another
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        roots.add(StorageConfig.from_env({}).local_root)
+    assert roots == {(tmp_path / "home" / ".local" / "share" / "stalwart" / "storage").resolve()}
     config = StorageConfig.from_env({})
-    assert config.local_root == (tmp_path / ".stalwart" / "storage").resolve()
-    assert config.local_root.is_absolute()
     assert config.bucket == "payloads"
     assert config.threshold_bytes == DEFAULT_THRESHOLD_BYTES == 256 * 1024
 
 
-def test_empty_storage_is_the_default_local_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_unset_storage_follows_an_absolute_xdg_data_home_and_ignores_a_relative_one(tmp_path: Path):
+    assert StorageConfig.from_env({"XDG_DATA_HOME": str(tmp_path)}).local_root == tmp_path / "stalwart" / "storage"
+    assert StorageConfig.from_env({"XDG_DATA_HOME": "data"}).local_root == StorageConfig.from_env({}).local_root
+
+
+def test_empty_storage_is_the_default_local_directory(tmp_path: Path):
+    environ = {"XDG_DATA_HOME": str(tmp_path), "STALWART_STORAGE": "  "}
+    assert StorageConfig.from_env(environ).local_root == tmp_path / "stalwart" / "storage"
+
+
+def test_payloads_left_in_the_old_default_folder_are_pointed_out_with_the_setting_that_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
     monkeypatch.chdir(tmp_path)
-    assert StorageConfig.from_env({"STALWART_STORAGE": "  "}).local_root == (tmp_path / ".stalwart/storage").resolve()
+    (tmp_path / ".stalwart" / "storage" / "payloads").mkdir(parents=True)
+    StorageConfig.from_env({"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert f"STALWART_STORAGE={(tmp_path / '.stalwart' / 'storage').resolve()}" in caplog.text
 
 
 def test_a_relative_path_is_a_local_directory_resolved_against_the_current_directory(
