@@ -108,8 +108,11 @@ def http_url(value: str, example: str) -> str:
         parts.port  # noqa: B018 - reading it checks it: a port over 65535 or not a number raises
     except ValueError as err:  # "Invalid IPv6 URL", "Port out of range 0-65535"
         raise ValueError(f"`{value}` is not a URL a client can open ({err}); use one such as `{example}`") from None
-    if not parts.hostname or any(char.isspace() for char in value):
-        raise ValueError(f"`{value}` names no host, or holds a space; use a URL such as `{example}`")
+    if not parts.hostname or any(char.isspace() or not char.isprintable() for char in value):
+        shown = value.encode("unicode_escape").decode()
+        raise ValueError(
+            f"`{shown}` names no host, or holds a space or control character; use a URL such as `{example}`"
+        )
     return value
 
 

@@ -68,6 +68,20 @@ def test_a_bad_agent_name_says_what_a_name_may_contain(tmp_path):
         load_agent(write(tmp_path, 'name = "my agent!"\n'))
 
 
+@pytest.mark.parametrize("field", ["base_url", "mcp_servers.0.http.url", "sub_agents.0.url"])
+def test_a_url_holding_a_control_character_is_refused_with_it_shown_escaped(tmp_path, field):
+    url = '"http://localhost:8000/v1\\u007f"'
+    tables = {
+        "base_url": f'model = "ollama:llama3.1"\nbase_url = {url}\n',
+        "mcp_servers.0.http.url": f'[[mcp_servers]]\nname = "m"\nurl = {url}\n',
+        "sub_agents.0.url": f'[[sub_agents]]\nname = "r"\nurl = {url}\n',
+    }
+    with pytest.raises(
+        AgentFileError, match=rf"field `{field}`: .*/v1\\x7f` names no host, or holds a space or control"
+    ):
+        load_agent(write(tmp_path, f'name = "a"\n{tables[field]}'))
+
+
 def test_a_tool_listed_twice_is_refused(tmp_path):
     with pytest.raises(AgentFileError, match=r"tools listed twice: echo"):
         load_agent(write(tmp_path, 'name = "a"\ntools = ["echo", "echo"]\n'))

@@ -46,8 +46,7 @@ async def discover(
         )
     missing: list[str] = []
     for card_url in card_urls(url):
-        request = http.build_request("GET", card_url, headers=headers)
-        response = await transport.send(http, request, "A2A agent card")
+        response = await transport.send(http, "GET", card_url, "A2A agent card", headers=headers)
         if response.status_code in (404, 405, 410):
             missing.append(card_url)
             continue

@@ -44,8 +44,7 @@ class Endpoint:
         """The `result` of one call; an HTTP failure or a JSON-RPC `error` raises with its cause named."""
         what = f"A2A {method}"
         payload = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        request = self.http.build_request("POST", self.url, json=payload, headers=self.headers)
-        response = await transport.send(self.http, request, what)
+        response = await transport.send(self.http, "POST", self.url, what, json=payload, headers=self.headers)
         transport.check_status(response, what, token_env=self.token_env)
         body = transport.json_body(response, what)
         if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or ("result" not in body and "error" not in body):

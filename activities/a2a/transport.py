@@ -34,8 +34,15 @@ def auth_headers(token_env: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def send(http: httpx.AsyncClient, request: httpx.Request, what: str) -> httpx.Response:
-    """Send `request`; a network failure or timeout becomes a retryable error naming the URL."""
+async def send(http: httpx.AsyncClient, method: str, url: str, what: str, **options: Any) -> httpx.Response:
+    """Send a request; a network failure or timeout becomes a retryable error naming the URL, and a URL no HTTP
+    client can open (`check` cannot know every one, and a card names its own endpoint) a final one."""
+    try:
+        request = http.build_request(method, url, **options)
+    except httpx.InvalidURL as err:
+        raise A2ARequestError(
+            f"{what}: {url} is not a URL an HTTP client can open ({err}); fix the agent's `url`"
+        ) from err
     try:
         return await http.send(request)
     except httpx.TimeoutException as err:

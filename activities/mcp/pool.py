@@ -247,6 +247,11 @@ def _connect_error(spec: McpServerSpec, err: BaseException, answers: list[str] |
             f"MCP server {spec.name!r}: `{command}`{where} stopped before the MCP handshake finished "
             f"({type(err).__name__}: {err}). Run that command yourself to see its error."
         )
+    if isinstance(err, httpx2.InvalidURL):
+        return McpConfigError(
+            f"MCP server {spec.name!r}: no request can be sent to {spec.url}: it is not a URL an HTTP client can "
+            f"open ({err}). Fix `url` in the agent file."
+        )
     if isinstance(err, httpx2.HTTPStatusError) and err.response.status_code in (401, 403, 404):
         return McpConfigError(
             f"MCP server {spec.name!r}: {spec.url} answered HTTP {err.response.status_code}. "

@@ -129,8 +129,8 @@ async def streamed_turn(
     """
     model, key, target = endpoint.prepare(agent)
     body = request(model)
-    client = clients.get(sdk_client, api_key=key, base_url=target.base_url, read_seconds=read_seconds(agent.extra))
-    try:
+    try:  # making the client is inside: an SDK refuses a `base_url` its HTTP client cannot open there
+        client = clients.get(sdk_client, api_key=key, base_url=target.base_url, read_seconds=read_seconds(agent.extra))
         events = events_within(
             lambda: create(client)(**body),
             first_token_seconds=first_token_seconds(agent.extra),

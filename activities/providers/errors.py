@@ -18,6 +18,7 @@ import httpx2
 
 from stalwart.activities import secrets
 from stalwart.activities.providers.base import (
+    ModelConfigError,
     ModelError,
     ModelGarbledError,
     ModelRequestError,
@@ -70,6 +71,11 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
                 f"{where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried."
             )
         return ModelRequestError(f"{where(target)} refused the request ({kind}: {text}).")
+    if isinstance(err, (httpx.InvalidURL, httpx2.InvalidURL)):
+        return ModelConfigError(
+            f"no request can be sent to {where(target)}: its URL is not one an HTTP client can open ({err}); "
+            "fix `base_url` in the agent file"
+        )
     if isinstance(err, httpx2.HTTPError):
         return ModelUnavailableError(
             f"the stream from {where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."

@@ -80,6 +80,17 @@ async def test_failed_remote_task_is_a_non_retryable_error_naming_the_reason(
     assert a2a_server.calls[("broken", "SendMessage")] == 1
 
 
+async def test_a_url_no_http_client_can_open_is_a_final_error_naming_it(time_skipping_env, task_queue, a2a_worker):
+    async with a2a_worker:
+        with pytest.raises(WorkflowFailureError) as caught:
+            await run_delegate(time_skipping_env, task_queue, delegate("http://\u3002.example/agent"))
+    cause = caught.value.cause.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == a2a_contract.REQUEST_ERROR and cause.non_retryable
+    assert "is not a URL an HTTP client can open (Invalid IDNA hostname" in cause.message
+    assert "fix the agent's `url`" in cause.message
+
+
 async def test_delegate_is_retried_while_the_agent_is_down(time_skipping_env, task_queue, a2a_worker):
     port = free_port()
     server = A2AServer(roster(), port=port)

@@ -121,3 +121,16 @@ async def test_missing_usage_is_estimated_so_the_token_budget_still_fires(
     printed = io.StringIO()
     print_result(result, None, printed)
     assert "budgets were enforced on them" in printed.getvalue()
+
+
+async def test_a_base_url_no_http_client_can_open_ends_the_run_at_once_naming_base_url(
+    time_skipping_env, task_queue, wire, flavor: Flavor
+):
+    """`check` cannot know every URL the SDKs' HTTP client refuses (here an IDNA host it cannot encode); the run
+    stops on the first attempt instead of retrying a configuration error for minutes."""
+    agent = agent_for(flavor, wire.script(), tools=[]).model_copy(update={"base_url": "http://\u3002.example/v1"})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert result.stop_reason == "error"
+    error = result.error or ""
+    assert "fix `base_url` in the agent file" in error and "Invalid IDNA hostname" in error
+    assert "Gave up after" not in error, "a configuration error is not retried"

@@ -97,6 +97,15 @@ async def test_mcp_connection_failure_names_the_server_the_url_and_the_cause(sta
     assert "TaskGroup" not in error and "ExceptionGroup" not in error
 
 
+async def test_an_mcp_url_no_http_client_can_open_is_a_config_error_that_is_not_retried(tool_activities):
+    server = McpHttpServer(name="notes", url="http://\u3002.example/mcp")  # an IDNA host nothing can encode
+    with pytest.raises(ApplicationError) as caught:
+        await describe(tool_activities, AgentSpec(name="a", mcp_servers=[server]))
+    message = caught.value.message
+    assert "MCP server 'notes'" in message and "Invalid IDNA hostname" in message and "Fix `url`" in message
+    assert caught.value.non_retryable
+
+
 async def test_mcp_stdio_failure_names_the_command_and_the_cause(tool_activities):
     server = McpStdioServer(name="broken", command=sys.executable, args=["-c", "import sys; sys.exit(3)"])
     with pytest.raises(ApplicationError) as caught:
