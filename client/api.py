@@ -7,9 +7,9 @@ import builtins
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from temporalio.client import (
     Client,
@@ -17,13 +17,16 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowHistory,
+    WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
-from stalwart.client.connection import connect, dev_ui_url
+from stalwart.client.connection import connect, ui_base
+from stalwart.client.reader import RunDescription, RunReader
+from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, unknown_tool_names
@@ -32,28 +35,23 @@ from stalwart.contracts.model import Contract
 from stalwart.contracts.run import (
     AgentResult,
     RunEvent,
-    RunHeading,
     RunInput,
     RunState,
-    StepArchive,
     StepRecord,
     StopReason,
     goal_problem,
     message_problem,
     missing_goal,
-    run_metrics,
 )
 
 if TYPE_CHECKING:
+    from temporalio.api.history.v1 import HistoryEvent
+
     from stalwart.contracts.activities import ModelContext
 
-DEFAULT_UI_URL = "http://localhost:8233"
-_QUERY_ATTEMPTS = 6
 _SHOWN_GOAL_CHARS = 2000
 _CONTINUING_PATIENCE_SECONDS = 300.0
-_QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
-_Input = TypeVar("_Input", RunInput, RunHeading)
 
 
 class RunSummary(Contract):
@@ -84,153 +82,38 @@ def run_input(
     return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)
 
 
-class _Unanswered(Exception):
-    """No worker answered a query: read the run from its history instead."""
-
-
-def _unanswered(err: RPCError) -> bool:
-    """A query that timed out, or that the server refused for want of a worker ("no poller seen")."""
-    return err.status in (
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.CANCELLED,
-        RPCStatusCode.FAILED_PRECONDITION,
-    ) or "no poller" in str(err)
-
-
-class RunWithoutResult(RuntimeError):
-    """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
-
-
-class RunHandle:
-    """A run that was started, running or finished."""
+class RunHandle(RunReader):
+    """A run that was started, running or finished: read it (`RunReader`), wait for it and act on it."""
 
     def __init__(self, client: Client, handle: WorkflowHandle[Any, Any], ui_url: str) -> None:
+        super().__init__(client.workflow_service, client.namespace, client.data_converter, handle.id, ui_url)
         self._client = client
         self._handle = handle
-        self._ui_url = ui_url
-        self._namespace = client.namespace
-        self._one_query = asyncio.Lock()
-        self._archived: dict[str, builtins.list[StepRecord]] = {}  # archives never change: read each once
-        self._max_steps: int | None = None
-        self.offline: str | None = None
-        """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
-
-    async def _ask(self, name: str, result_type: Any) -> Any:
-        """A live query, or `_Unanswered` when no worker answers it, instead of an error after half a minute.
-
-        A worker that polls answers at once. When the first try times out, a task queue without pollers
-        means no worker runs: `_Unanswered` at once. With pollers listed (a live worker, perhaps still
-        replaying the run after another died, or a dead one the server still lists for a while) the query
-        is tried as long as before, then given up on.
-        """
-        try:
-            return await self._query(name, result_type, attempts=1)
-        except RPCError as err:
-            if not _unanswered(err):
-                raise
-        if await self._worker_polling():
-            try:
-                return await self._query(name, result_type, attempts=_QUERY_ATTEMPTS - 1)
-            except RPCError as err:
-                if not _unanswered(err):
-                    raise
-        raise _Unanswered()
-
-    async def _worker_polling(self) -> bool:
-        """Whether any worker has polled the run's workflow task queue lately (a dead one stays listed a while)."""
-        from temporalio.api.enums.v1 import TaskQueueType
-        from temporalio.api.taskqueue.v1 import TaskQueue
-        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
-        task_queue = (await self._handle.describe()).task_queue
-        try:
-            described = await self._client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=self._namespace,
-                    task_queue=TaskQueue(name=task_queue),
-                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                )
-            )
-        except RPCError:
-            return True  # cannot tell: give the query its second try
-        return bool(described.pollers)
-
-    async def _offline(self) -> tuple[RunState, builtins.list[PendingApproval]]:
-        from stalwart.client import offline
-
-        state, pending = await offline.rebuild(self._client, self._handle)
-        self.offline = state.offline
-        return state, pending
-
-    async def _query(self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS) -> Any:
-        """Ask the running workflow, one query at a time.
-
-        `stalwart run` follows steps, the streamed answer and approvals at once. Two
-        queries in flight together while a workflow task runs (as at the start of a run)
-        held the second back by about a second, so the first steps printed late, all at once.
-        """
-        async with self._one_query:
-            for attempt in range(attempts):
-                try:
-                    return await self._handle.query(name, result_type=result_type, rpc_timeout=_QUERY_RPC_TIMEOUT)
-                except RPCError as err:
-                    # A query that reaches a run just as it continues as new is never answered; the
-                    # next one goes to the new run.
-                    timed_out = err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
-                    if not timed_out or attempt == attempts - 1:
-                        raise
-            raise AssertionError("unreachable")
-
-    @property
-    def run_id(self) -> str:
-        """The run's id, which is its Temporal workflow id."""
-        return self._handle.id
-
-    @property
-    def ui_url(self) -> str:
-        """Where to look at this run in the Temporal Web UI."""
-        return f"{self._ui_url}/namespaces/{self._namespace}/workflows/{self.run_id}"
 
     async def result(self) -> AgentResult:
         """Wait for the run to end and return its answer, stop reason and whole step log."""
-        result: AgentResult = await self._handle.result()
-        if result.earlier:
-            earlier = await self._archived_steps(result.earlier)
-            result = result.model_copy(update={"steps": [*earlier, *result.steps], "earlier": []})
-        return result
+        return await self._joined(await self._handle.result())
 
-    async def state(self) -> RunState:
-        """The step log, status and usage: live from the workflow while it runs, from its recorded result after.
+    async def describe(self) -> RunDescription:
+        described = await self._handle.describe()
+        return RunDescription(
+            status=int(described.status or 0),
+            task_queue=described.task_queue,
+            search_attributes=described.typed_search_attributes,
+        )
 
-        The log covers every run of a continue-as-new chain: earlier runs' steps come from storage.
-        """
-        closed = await self._closed_state()
-        self.offline = None
-        if closed is not None:
-            state = closed
-        else:
-            try:
-                state = await self._ask("state", RunState)
-            except _Unanswered:
-                state, _ = await self._offline()
-        if state.earlier:
-            earlier = await self._archived_steps(state.earlier)
-            state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
-        if state.metrics is None:  # a live run: its metrics so far, from the whole chain's steps
-            started = state.steps[0].started_at if state.steps else None
-            elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
-            state = state.model_copy(update={"metrics": run_metrics(state.steps, elapsed_seconds=elapsed)})
-        return state
+    async def history_events(self, *, page_size: int = 0, close_event: bool = False) -> AsyncIterator[HistoryEvent]:
+        events = self._handle.fetch_history_events(
+            page_size=page_size or None,
+            event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+            if close_event
+            else WorkflowHistoryEventFilterType.ALL_EVENT,
+        )
+        async for event in events:
+            yield event
 
-    async def events(self, *, progress: bool = False) -> list[RunEvent]:
-        """The run in the KAOS memory-event vocabulary (docs/concepts.md), across the whole chain.
-
-        With `progress`, each action is announced first by a `progress` event holding seed 000's progress block.
-        """
-        from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
-
-        steps = (await self.state()).steps
-        return events(steps, max_steps=await self.max_steps() if progress else None)
+    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta) -> Any:
+        return await self._handle.query(name, result_type=result_type, rpc_timeout=rpc_timeout)
 
     async def follow(
         self,
@@ -264,70 +147,6 @@ class RunHandle:
             if state.status in _CLOSED_STATUSES:
                 return await self.result()
             await asyncio.sleep(poll_interval)
-
-    async def max_steps(self) -> int:
-        """The agent's `max_steps`, as the run was started with it (read from history once)."""
-        if self._max_steps is None:
-            self._max_steps = (await self.run_input()).agent.budgets.max_steps
-        return self._max_steps
-
-    async def _closed_state(self) -> RunState | None:
-        """A closed run's state, from its history alone (input and result), so no worker is needed to answer."""
-        description = await self._handle.describe()
-        if description.status == WorkflowExecutionStatus.RUNNING:
-            return None
-        if description.status != WorkflowExecutionStatus.COMPLETED:
-            raise RunWithoutResult(
-                f"run {self.run_id} ended {description.status.name.lower() if description.status else 'unknown'} "
-                f"without a result; `temporal workflow show -w {self.run_id}` shows why"
-            )
-        run_input, result = await self._first_input(RunHeading), await self.result()
-        return RunState(
-            agent=run_input.agent.name,
-            goal=run_input.goal,
-            status=result.stop_reason,
-            steps=result.steps,
-            usage=result.usage,
-            answer=result.answer,
-            error=result.error,
-            session=run_input.session,
-            turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
-            metrics=result.metrics,
-        )
-
-    async def _archived_steps(self, archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
-        """Steps of earlier runs of the chain, from storage."""
-        from stalwart.activities.storage.config import ObjectStore
-        from stalwart.activities.transcripts import TranscriptStore
-
-        missing = [a for a in archives if a.key not in self._archived]
-        if missing:
-            store = TranscriptStore(ObjectStore.from_config())
-            for archive in missing:
-                self._archived[archive.key] = await store.load_steps([archive])
-        return [step for archive in archives for step in self._archived[archive.key]]
-
-    async def run_input(self) -> RunInput:
-        """What the run was started with (agent spec, goal, inputs), read from its first history event."""
-        return await self._first_input(RunInput)
-
-    async def _first_input(self, kind: type[_Input]) -> _Input:
-        async for event in self._handle.fetch_history_events(page_size=1):
-            started = event.workflow_execution_started_event_attributes
-            [value] = await self._client.data_converter.decode(list(started.input.payloads), [kind])
-            return cast(_Input, value)
-        raise RuntimeError(f"run {self.run_id} has no history")
-
-    async def pending_approvals(self) -> list[PendingApproval]:
-        """Tool calls of this run that wait for a person's decision.
-
-        With no worker running, they are read from the run's history and `offline` says so.
-        """
-        self.offline = None
-        try:
-            return await self._ask("pending_approvals", list[PendingApproval])
-        except _Unanswered:
-            return (await self._offline())[1]
 
     async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
         """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""
@@ -452,11 +271,10 @@ def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
     return load_agent(agent)
 
 
-def _recorded_ui_url(client: Client) -> str | None:
-    """The UI of the dev server at the client's address, as `stalwart dev --ui-port` recorded it."""
+def _address(client: Client) -> str | None:
     config = getattr(client.service_client, "config", None)
     address = getattr(config, "target_host", None)
-    return dev_ui_url(address) if isinstance(address, str) else None
+    return address if isinstance(address, str) else None
 
 
 class StalwartClient:
@@ -465,9 +283,7 @@ class StalwartClient:
     def __init__(self, client: Client, *, task_queue: str = names.TASK_QUEUE, ui_url: str | None = None) -> None:
         self.temporal = client
         self.task_queue = task_queue
-        self.ui_url = (
-            ui_url or os.environ.get("TEMPORAL_UI_URL") or _recorded_ui_url(client) or DEFAULT_UI_URL
-        ).rstrip("/")
+        self.ui_url = ui_base(_address(client), ui_url)
 
     @classmethod
     async def connect(

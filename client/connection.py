@@ -7,14 +7,19 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
 from stalwart.contracts.tracing import tracing_wanted
+
+if TYPE_CHECKING:  # the SDK's client is loaded by `connect`: `connect_service` is for commands that only read
+    from temporalio.client import Client
+    from temporalio.service import ServiceClient
+
+DEFAULT_UI_URL = "http://localhost:8233"
 
 
 def default_address() -> str:
@@ -94,7 +99,6 @@ async def connect(
         settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
     else:
         settings = {"target_host": address or DEFAULT_ADDRESS, "namespace": namespace or DEFAULT_NAMESPACE}
-    target = settings["target_host"]
     if _telemetry_in_use(metrics_port):
         from stalwart.workers import telemetry
 
@@ -102,20 +106,58 @@ async def connect(
             settings["runtime"] = telemetry.metrics_runtime(metrics_port)
         if telemetry.enable_tracing():
             settings["interceptors"] = [*settings.get("interceptors", ()), *telemetry.tracing_interceptors()]
+    from temporalio.client import Client
+
     try:
         return await Client.connect(**settings, data_converter=stalwart_converter())
-    except RuntimeError as err:
-        secured = " with TLS" if settings.get("tls") else ""
-        raise ConnectionError(
-            f"cannot reach Temporal at {target}{secured} (namespace {settings['namespace']}): {err}. "
-            "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
-            "at your server."
-        ) from err
-    except ValueError as err:  # the SDK's bridge refuses an address it cannot parse ("invalid port number")
-        raise ConnectionError(
+    except (RuntimeError, ValueError) as err:
+        raise _unreachable(settings, err) from err
+
+
+async def connect_service(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    profile: str | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> tuple[ServiceClient, str]:
+    """The service client under `connect`'s, with the same settings, and the namespace: all a command that only
+    reads runs needs (`client/reader.py`), without the cost of importing the SDK's `Client`."""
+    import socket
+
+    from temporalio.service import ConnectConfig, ServiceClient
+
+    settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
+    namespace = settings.pop("namespace")
+    try:  # the identity `Client.connect` would give: the server records it on what this process does
+        service = await ServiceClient.connect(
+            ConnectConfig(**settings, identity=f"{os.getpid()}@{socket.gethostname()}")
+        )
+    except (RuntimeError, ValueError) as err:
+        raise _unreachable({**settings, "namespace": namespace}, err) from err
+    return service, namespace
+
+
+def _unreachable(settings: Mapping[str, Any], err: Exception) -> ConnectionError:
+    target = settings["target_host"]
+    if isinstance(err, ValueError):  # the SDK's bridge refuses an address it cannot parse ("invalid port number")
+        return ConnectionError(
             f"the Temporal address {target!r} is not HOST:PORT ({err}): give one such as localhost:7233 "
             "(--address or TEMPORAL_ADDRESS)"
-        ) from err
+        )
+    secured = " with TLS" if settings.get("tls") else ""
+    return ConnectionError(
+        f"cannot reach Temporal at {target}{secured} (namespace {settings['namespace']}): {err}. "
+        "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
+        "at your server."
+    )
+
+
+def ui_base(address: str | None, ui_url: str | None = None) -> str:
+    """The Web UI that links to runs point at: `ui_url`, else TEMPORAL_UI_URL, else the UI `stalwart dev` recorded
+    for the server at `address`, else the dev server's default."""
+    recorded = dev_ui_url(address) if address else None
+    return (ui_url or os.environ.get("TEMPORAL_UI_URL") or recorded or DEFAULT_UI_URL).rstrip("/")
 
 
 def _dev_ui_file() -> Path:

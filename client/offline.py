@@ -12,10 +12,9 @@ a free parallel slot rather than for approval) is told apart as well as history 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client, WorkflowHandle
 from temporalio.converter import DataConverter
 
 from stalwart.contracts import names
@@ -23,6 +22,9 @@ from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, Too
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
 from stalwart.contracts.run import RunInput, RunState, StepRecord
+
+if TYPE_CHECKING:
+    from stalwart.client.reader import RunReader
 
 NO_WORKER = (
     "no worker is running for this run's task queue (the live query went unanswered): this is read from the "
@@ -46,11 +48,11 @@ class _Rebuilt:
             )
 
 
-async def rebuild(client: Client, handle: WorkflowHandle[Any, Any]) -> tuple[RunState, list[PendingApproval]]:
+async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
     """The run's state and the calls that wait for a decision, from its history and search attributes."""
-    converter = client.data_converter
-    description = await handle.describe()
-    events = [event async for event in handle.fetch_history_events()]
+    converter = run.data_converter
+    description = await run.describe()
+    events = [event async for event in run.history_events()]
     started = events[0].workflow_execution_started_event_attributes
     try:
         [run_input] = await converter.decode(list(started.input.payloads), [RunInput])
@@ -59,7 +61,7 @@ async def rebuild(client: Client, handle: WorkflowHandle[Any, Any]) -> tuple[Run
     rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
     for event in events:
         await _apply(rebuilt, event, converter)
-    status = description.typed_search_attributes.get(names.AGENT_STATUS) or "running"
+    status = description.search_attributes.get(names.AGENT_STATUS) or "running"
     carried = run_input.carried
     state = RunState(
         agent=run_input.agent.name,
@@ -73,7 +75,7 @@ async def rebuild(client: Client, handle: WorkflowHandle[Any, Any]) -> tuple[Run
         earlier=carried.archives if carried else [],
         offline=NO_WORKER,
     )
-    return state, _pending(rebuilt, description.typed_search_attributes.get(names.AGENT_AWAITING_APPROVAL))
+    return state, _pending(rebuilt, description.search_attributes.get(names.AGENT_AWAITING_APPROVAL))
 
 
 async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverter) -> None:

@@ -1,0 +1,355 @@
+"""A run read through the Temporal service alone: its description, its history and its live queries.
+
+Reading a run takes a few RPCs, the data converter and the contracts. The SDK's `Client` above those RPCs
+costs a command about 80 ms more to import than the service client under it (bench/cli_start.py), so the
+commands that only read (`stalwart show`, `pending RUN`) connect with the service client alone, and
+`RunHandle`, which also acts on a run and waits for it, reads through this same class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import HistoryEventFilterType, TaskQueueType, WorkflowExecutionStatus
+from temporalio.api.query.v1 import WorkflowQuery
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+    DescribeWorkflowExecutionRequest,
+    GetWorkflowExecutionHistoryRequest,
+    QueryWorkflowRequest,
+)
+from temporalio.common import TypedSearchAttributes
+from temporalio.converter import DataConverter, decode_typed_search_attributes
+from temporalio.service import RPCError, RPCStatusCode, WorkflowService
+
+from stalwart.contracts.approvals import PendingApproval
+from stalwart.contracts.run import (
+    AgentResult,
+    RunEvent,
+    RunHeading,
+    RunInput,
+    RunState,
+    StepArchive,
+    StepRecord,
+    run_metrics,
+)
+
+if TYPE_CHECKING:
+    from temporalio.api.history.v1 import HistoryEvent
+
+_QUERY_ATTEMPTS = 6
+_QUERY_RPC_TIMEOUT = timedelta(seconds=3)
+_Input = TypeVar("_Input", RunInput, RunHeading)
+_STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
+
+
+class RunWithoutResult(RuntimeError):
+    """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
+
+
+class _Unanswered(Exception):
+    """No worker answered a query: read the run from its history instead."""
+
+
+def _unanswered(err: RPCError) -> bool:
+    """A query that timed out, or that the server refused for want of a worker ("no poller seen")."""
+    return err.status in (
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.FAILED_PRECONDITION,
+    ) or "no poller" in str(err)
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    """What the server says of a run's latest execution, without reading its history."""
+
+    status: int
+    """A `temporalio.api.enums.v1.WorkflowExecutionStatus` value."""
+    task_queue: str
+    search_attributes: TypedSearchAttributes
+
+    @property
+    def running(self) -> bool:
+        return self.status == WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+
+    @property
+    def completed(self) -> bool:
+        return self.status == WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED
+
+    @property
+    def status_name(self) -> str:
+        """`running`, `completed`, `failed`, `continued_as_new` ...: Temporal's status as `stalwart runs` shows it."""
+        return (
+            WorkflowExecutionStatus.Name(cast(WorkflowExecutionStatus.ValueType, self.status))
+            .removeprefix(_STATUS_PREFIX)
+            .lower()
+        )
+
+
+class RunReader:
+    """A run, running or finished, as far as it can be read: its state, its events and its waiting approvals.
+
+    Every read is of the run's latest execution, so a run that continued as new is read as one run.
+    """
+
+    def __init__(
+        self, service: WorkflowService, namespace: str, data_converter: DataConverter, run_id: str, ui_url: str
+    ) -> None:
+        self._service = service
+        self._namespace = namespace
+        self._converter = data_converter
+        self._execution = WorkflowExecution(workflow_id=run_id)
+        self._ui_url = ui_url
+        self._one_query = asyncio.Lock()
+        self._archived: dict[str, builtins.list[StepRecord]] = {}  # archives never change: read each once
+        self._max_steps: int | None = None
+        self.offline: str | None = None
+        """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, which is its Temporal workflow id."""
+        return self._execution.workflow_id
+
+    @property
+    def ui_url(self) -> str:
+        """Where to look at this run in the Temporal Web UI."""
+        return f"{self._ui_url}/namespaces/{self._namespace}/workflows/{self.run_id}"
+
+    @property
+    def data_converter(self) -> DataConverter:
+        return self._converter
+
+    async def state(self) -> RunState:
+        """The step log, status and usage: live from the workflow while it runs, from its recorded result after.
+
+        The log covers every run of a continue-as-new chain: earlier runs' steps come from storage.
+        """
+        closed = await self._closed_state()
+        self.offline = None
+        if closed is not None:
+            state = closed
+        else:
+            try:
+                state = await self._ask("state", RunState)
+            except _Unanswered:
+                state, _ = await self._offline()
+        if state.earlier:
+            earlier = await self._archived_steps(state.earlier)
+            state = state.model_copy(update={"steps": [*earlier, *state.steps], "earlier": []})
+        if state.metrics is None:  # a live run: its metrics so far, from the whole chain's steps
+            started = state.steps[0].started_at if state.steps else None
+            elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
+            state = state.model_copy(update={"metrics": run_metrics(state.steps, elapsed_seconds=elapsed)})
+        return state
+
+    async def events(self, *, progress: bool = False) -> list[RunEvent]:
+        """The run in the KAOS memory-event vocabulary (docs/concepts.md), across the whole chain.
+
+        With `progress`, each action is announced first by a `progress` event holding seed 000's progress block.
+        """
+        from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
+
+        steps = (await self.state()).steps
+        return events(steps, max_steps=await self.max_steps() if progress else None)
+
+    async def max_steps(self) -> int:
+        """The agent's `max_steps`, as the run was started with it (read from history once)."""
+        if self._max_steps is None:
+            self._max_steps = (await self.run_input()).agent.budgets.max_steps
+        return self._max_steps
+
+    async def run_input(self) -> RunInput:
+        """What the run was started with (agent spec, goal, inputs), read from its first history event."""
+        return await self._first_input(RunInput)
+
+    async def pending_approvals(self) -> list[PendingApproval]:
+        """Tool calls of this run that wait for a person's decision.
+
+        With no worker running, they are read from the run's history and `offline` says so.
+        """
+        self.offline = None
+        try:
+            return cast(list[PendingApproval], await self._ask("pending_approvals", list[PendingApproval]))
+        except _Unanswered:
+            return (await self._offline())[1]
+
+    # -- the service: `RunHandle` reads the same through the SDK's client and its interceptors -----------
+
+    async def describe(self) -> RunDescription:
+        """The latest execution's status, task queue and search attributes."""
+        described = await self._service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True
+        )
+        info = described.workflow_execution_info
+        return RunDescription(
+            status=info.status,
+            task_queue=described.execution_config.task_queue.name,
+            search_attributes=decode_typed_search_attributes(info.search_attributes),
+        )
+
+    async def history_events(self, *, page_size: int = 0, close_event: bool = False) -> AsyncIterator[HistoryEvent]:
+        """The latest execution's history, page by page; with `close_event`, only the event that closed it."""
+        request = GetWorkflowExecutionHistoryRequest(
+            namespace=self._namespace,
+            execution=self._execution,
+            maximum_page_size=page_size,
+            skip_archival=True,
+            history_event_filter_type=(
+                HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT
+                if close_event
+                else HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT
+            ),
+        )
+        while True:
+            page = await self._service.get_workflow_execution_history(request, retry=True)
+            for event in page.history.events:
+                yield event
+            if not page.next_page_token:
+                return
+            request.next_page_token = page.next_page_token
+
+    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta) -> Any:
+        """One answer of the running workflow's query `name`, with no retry of a query that times out."""
+        request = QueryWorkflowRequest(
+            namespace=self._namespace, execution=self._execution, query=WorkflowQuery(query_type=name)
+        )
+        answered = await self._service.query_workflow(request, retry=True, timeout=rpc_timeout)
+        if answered.HasField("query_rejected"):  # the workflow sets no reject condition: not expected
+            raise RuntimeError(f"the server refused the {name!r} query of run {self.run_id}")
+        return await self.decode(answered.query_result.payloads, result_type)
+
+    async def decode(self, payloads: Any, kind: Any) -> Any:
+        """One value of `kind` from a history event's payloads, through the data converter (codec, storage)."""
+        [value] = await self._converter.decode(list(payloads), [kind])
+        return value
+
+    # -- reading the run -----------------------------------------------------
+
+    async def _closed_state(self) -> RunState | None:
+        """A closed run's state, from its history alone (input and result), so no worker is needed to answer."""
+        description = await self.describe()
+        if description.running:
+            return None
+        if not description.completed:
+            raise RunWithoutResult(
+                f"run {self.run_id} ended {description.status_name} without a result; "
+                f"`temporal workflow show -w {self.run_id}` shows why"
+            )
+        run_input, result = await self._first_input(RunHeading), await self._recorded_result()
+        return RunState(
+            agent=run_input.agent.name,
+            goal=run_input.goal,
+            status=result.stop_reason,
+            steps=result.steps,
+            usage=result.usage,
+            answer=result.answer,
+            error=result.error,
+            session=run_input.session,
+            turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
+            metrics=result.metrics,
+        )
+
+    async def _recorded_result(self) -> AgentResult:
+        """The result a completed run recorded, its earlier steps joined back from storage."""
+        async for event in self.history_events(close_event=True):
+            completed = event.workflow_execution_completed_event_attributes
+            return await self._joined(await self.decode(completed.result.payloads, AgentResult))
+        raise RuntimeError(f"run {self.run_id} has no closing event")
+
+    async def _joined(self, result: AgentResult) -> AgentResult:
+        """`result` with the steps it left in storage (`earlier`) put back in front of its own."""
+        if not result.earlier:
+            return result
+        earlier = await self._archived_steps(result.earlier)
+        return result.model_copy(update={"steps": [*earlier, *result.steps], "earlier": []})
+
+    async def _archived_steps(self, archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
+        """Steps of earlier runs of the chain, from storage."""
+        from stalwart.activities.storage.config import ObjectStore
+        from stalwart.activities.transcripts import TranscriptStore
+
+        missing = [a for a in archives if a.key not in self._archived]
+        if missing:
+            store = TranscriptStore(ObjectStore.from_config())
+            for archive in missing:
+                self._archived[archive.key] = await store.load_steps([archive])
+        return [step for archive in archives for step in self._archived[archive.key]]
+
+    async def _first_input(self, kind: type[_Input]) -> _Input:
+        async for event in self.history_events(page_size=1):
+            started = event.workflow_execution_started_event_attributes
+            return cast(_Input, await self.decode(started.input.payloads, kind))
+        raise RuntimeError(f"run {self.run_id} has no history")
+
+    async def _offline(self) -> tuple[RunState, builtins.list[PendingApproval]]:
+        from stalwart.client import offline
+
+        state, pending = await offline.rebuild(self)
+        self.offline = state.offline
+        return state, pending
+
+    # -- live queries --------------------------------------------------------
+
+    async def _ask(self, name: str, result_type: Any) -> Any:
+        """A live query, or `_Unanswered` when no worker answers it, instead of an error after half a minute.
+
+        A worker that polls answers at once. When the first try times out, a task queue without pollers
+        means no worker runs: `_Unanswered` at once. With pollers listed (a live worker, perhaps still
+        replaying the run after another died, or a dead one the server still lists for a while) the query
+        is tried as long as before, then given up on.
+        """
+        try:
+            return await self._query(name, result_type, attempts=1)
+        except RPCError as err:
+            if not _unanswered(err):
+                raise
+        if await self._worker_polling():
+            try:
+                return await self._query(name, result_type, attempts=_QUERY_ATTEMPTS - 1)
+            except RPCError as err:
+                if not _unanswered(err):
+                    raise
+        raise _Unanswered()
+
+    async def _worker_polling(self) -> bool:
+        """Whether any worker has polled the run's workflow task queue lately (a dead one stays listed a while)."""
+        task_queue = (await self.describe()).task_queue
+        try:
+            described = await self._service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=self._namespace,
+                    task_queue=TaskQueue(name=task_queue),
+                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                )
+            )
+        except RPCError:
+            return True  # cannot tell: give the query its second try
+        return bool(described.pollers)
+
+    async def _query(self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS) -> Any:
+        """Ask the running workflow, one query at a time.
+
+        `stalwart run` follows steps, the streamed answer and approvals at once. Two
+        queries in flight together while a workflow task runs (as at the start of a run)
+        held the second back by about a second, so the first steps printed late, all at once.
+        """
+        async with self._one_query:
+            for attempt in range(attempts):
+                try:
+                    return await self.query(name, result_type, rpc_timeout=_QUERY_RPC_TIMEOUT)
+                except RPCError as err:
+                    # A query that reaches a run just as it continues as new is never answered; the
+                    # next one goes to the new run.
+                    timed_out = err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
+                    if not timed_out or attempt == attempts - 1:
+                        raise
+            raise AssertionError("unreachable")
