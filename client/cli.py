@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from stalwart.client.api import RunHandle, SessionHandle, StalwartClient
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.run import AgentResult
+    from stalwart.contracts.run import AgentResult, RunState
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -808,6 +808,9 @@ class _LineReader:
 
 # -- sessions ----------------------------------------------------------------
 
+_OPEN_STATUSES = ("running", "awaiting_approval", "waiting")
+"""A run's status while it has not ended."""
+
 NO_SESSION_HINT = (
     "`stalwart runs --query 'AgentStatus=\"waiting\"'` lists the open sessions; "
     "`stalwart session start AGENT_FILE --id {id}` starts one, as does `stalwart send {id} MESSAGE --agent AGENT_FILE`"
@@ -847,6 +850,7 @@ async def _send(args: argparse.Namespace) -> int:
     from temporalio.service import RPCError, RPCStatusCode
 
     from stalwart.client.agent_files import load_agent
+    from stalwart.client.api import SessionClosed
 
     spec = load_agent(args.agent) if args.agent else None
     inputs = _parse_inputs(args.input)
@@ -859,7 +863,10 @@ async def _send(args: argparse.Namespace) -> int:
         async with _while_a_turn_runs(stalwart, args.session_id, ask=_terminal()):
             result = await stalwart.send(args.session_id, args.message, agent=spec, inputs=inputs)
     except WorkflowUpdateFailedError as err:
-        print(f"error: {_refusal(err)}", file=sys.stderr)
+        print(f"error: {await _not_a_session(stalwart, args.session_id) or _refusal(err)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except SessionClosed:
+        print(f"error: {await _why_not_open(stalwart, args.session_id)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
@@ -987,15 +994,15 @@ async def _chat_session(stalwart: StalwartClient, args: argparse.Namespace) -> S
             raise
         print(f"error: no session {args.target!r}: {NO_SESSION_HINT.format(id=args.target)}", file=sys.stderr)
         return None
-    if state.status not in ("running", "awaiting_approval", "waiting"):
+    if not _is_session(state):
+        print(f"error: {_a_run(args.target, '`stalwart chat AGENT_FILE` starts a session')}", file=sys.stderr)
+        return None
+    if state.status not in _OPEN_STATUSES:
         print(
-            f"error: {'session' if render.is_session(state) else 'run'} {args.target} has ended ({state.status}): "
-            f"start a session with `stalwart chat AGENT_FILE` (`stalwart show {args.target}` prints what it said)",
+            f"error: session {args.target} has ended ({state.status}): start a new one with `stalwart chat "
+            f"AGENT_FILE` (`stalwart show {args.target}` prints what it said)",
             file=sys.stderr,
         )
-        return None
-    if not state.session:
-        print(f"error: {args.target} is a run, not a session: `stalwart chat AGENT_FILE` starts one", file=sys.stderr)
         return None
     print(f"session {args.target} · agent {state.agent} · {state.turns} turns so far", file=sys.stderr)
     return session
@@ -1059,17 +1066,19 @@ async def _close(args: argparse.Namespace) -> int:
             raise
         print(f"error: no session {args.session_id!r}: {NO_SESSION_HINT.format(id=args.session_id)}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    if state.status not in ("running", "awaiting_approval", "waiting"):  # ended already: say how
-        print(state.status)
-        what = "session" if render.is_session(state) else "run"
-        print(f"{what} {args.session_id} had already ended", file=sys.stderr)
-        return EXIT_OK
-    if not state.session:
-        print(
-            f"error: {args.session_id} is a run, not a session: `stalwart cancel {args.session_id}` stops it",
-            file=sys.stderr,
+    ended = state.status not in _OPEN_STATUSES
+    if not _is_session(state):
+        instead = (
+            f"it has ended ({state.status}), there is nothing to close; `stalwart show {args.session_id}` prints it"
+            if ended
+            else f"`stalwart cancel {args.session_id}` stops it"
         )
+        print(f"error: {_a_run(args.session_id, instead)}", file=sys.stderr)
         return EXIT_USAGE
+    if ended:  # closed already: say so, as closing would
+        print(state.status)
+        print(f"session {args.session_id} had already ended", file=sys.stderr)
+        return EXIT_OK
     return await _close_session(stalwart, session)
 
 
@@ -1098,7 +1107,35 @@ async def _why_not_open(stalwart: StalwartClient, session_id: str) -> str:
     except RPCError:
         return f"no session {session_id!r}: {NO_SESSION_HINT.format(id=session_id)}"
     status = description.status.name.lower() if description.status else "unknown"
-    return f"session {session_id} has ended ({status}): start a new one with `stalwart session start AGENT_FILE`"
+    return await _not_a_session(stalwart, session_id) or (
+        f"session {session_id} has ended ({status}): start a new one with `stalwart session start AGENT_FILE`"
+    )
+
+
+async def _not_a_session(stalwart: StalwartClient, run_id: str) -> str | None:
+    """What to say to a message sent to a plain run, which takes none (read from its input); None for a session."""
+    from temporalio.service import RPCError
+
+    try:
+        if (await stalwart.get(run_id).run_input()).session:
+            return None
+    except (RPCError, ValueError):  # no such run, or an input this code cannot read: nothing to add
+        return None
+    return _a_run(
+        run_id,
+        "only a session takes messages. Start one with `stalwart session start AGENT_FILE`, or start one and "
+        "send it the message at once with `stalwart send NEW_ID MESSAGE --agent AGENT_FILE`",
+    )
+
+
+def _is_session(state: RunState) -> bool:
+    """Whether a run is a session: a live one says so itself; one that has ended by its record (`render.is_session`)."""
+    return state.session if state.status in _OPEN_STATUSES else render.is_session(state)
+
+
+def _a_run(run_id: str, instead: str) -> str:
+    """The error of a session command given the id of a plain run, and what to do instead."""
+    return f"{run_id} is a run, not a session: {instead}"
 
 
 @contextlib.asynccontextmanager

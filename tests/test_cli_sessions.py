@@ -19,6 +19,7 @@ from temporalio.client import WorkflowExecutionStatus
 from stalwart.client.api import StalwartClient
 from stalwart.workers.worker import build_worker
 
+from support.approvals import until_pending
 from support.repo_paths import AGENTS_DIR, REPO
 
 STALWART = [sys.executable, "-m", "stalwart.client.cli"]
@@ -275,6 +276,79 @@ async def test_chat_refuses_a_piped_line_that_is_not_utf8_and_answers_the_lines_
     assert chat.returncode == 1 and "Traceback" not in err, err
     assert "is not UTF-8 text; it was not sent" in err
     assert chat.stdout == b"first answer\nsecond answer\n"
+
+
+# -- a plain run's id given to a session command ----------------------------
+
+CAREFUL = """\
+name = "careful"
+model = "scripted"
+tools = ["calculator"]
+require_approval = ["calculator"]
+
+[[scripted]]
+tool_calls = [{ name = "calculator", arguments = { expression = "2+3" }, id = "add" }]
+
+[[scripted]]
+text = "5"
+"""
+
+
+async def plain_run(client: StalwartClient, tmp_path: Path, *, finished: bool) -> str:
+    """The id of a run that is not a session: finished, or still running (waiting for an approval). Needs a worker."""
+    if finished:
+        agent = tmp_path / "chatter.toml"
+        agent.write_text(CHATTER)
+        handle = await client.start(agent, "hello")
+        await handle.result()
+    else:
+        agent = tmp_path / "careful.toml"
+        agent.write_text(CAREFUL)
+        handle = await client.start(agent, "add")
+        await until_pending(handle)
+    return handle.run_id
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("finished", "options"), [(True, ()), (True, ("--no-wait",)), (False, ())], ids=["finished", "no-wait", "running"]
+)
+async def test_send_to_a_run_says_it_is_a_run_not_a_session_and_how_to_start_one(
+    dev_env, task_queue, client, tmp_path, sessions, finished, options
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        run_id = await plain_run(client, tmp_path, finished=finished)
+        sessions.append(run_id)
+        sent = await cli("send", run_id, "hello", *options, dev_env=dev_env, task_queue=task_queue)
+    assert sent.returncode == 1, sent.stderr
+    [said] = [line for line in sent.stderr.splitlines() if line.startswith("error: ")]
+    assert said.startswith(f"error: {run_id} is a run, not a session: only a session takes messages. "), said
+    assert "`stalwart session start AGENT_FILE`" in said and "--agent AGENT_FILE" in said, said
+    assert "has ended" not in sent.stderr and "Traceback" not in sent.stderr
+
+
+@pytest.mark.slow
+async def test_close_of_a_finished_run_says_it_is_a_run_not_a_session_and_exits_2(
+    dev_env, task_queue, client, tmp_path
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        run_id = await plain_run(client, tmp_path, finished=True)
+    closed = await cli("close", run_id, dev_env=dev_env, task_queue=task_queue)
+    assert closed.returncode == 2, closed.stderr
+    assert closed.stdout == ""
+    assert closed.stderr == (
+        f"error: {run_id} is a run, not a session: it has ended (done), there is nothing to close; "
+        f"`stalwart show {run_id}` prints it\n"
+    )
+
+
+@pytest.mark.slow
+async def test_chat_with_a_finished_run_says_it_is_a_run_not_a_session(dev_env, task_queue, client, tmp_path):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        run_id = await plain_run(client, tmp_path, finished=True)
+    chat = await cli("chat", run_id, dev_env=dev_env, task_queue=task_queue)
+    assert chat.returncode == 1, chat.stderr
+    assert chat.stderr == f"error: {run_id} is a run, not a session: `stalwart chat AGENT_FILE` starts a session\n"
 
 
 @pytest.mark.slow
