@@ -13,13 +13,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
 from stalwart.client import render
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import AsyncIterator, Coroutine, Sequence
+    from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 
     from temporalio.client import Client
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from stalwart.contracts.run import AgentResult, RunState
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+_T = TypeVar("_T")
 
 # The same as stalwart.contracts.names, which is not imported here (it loads the contracts and the
 # Temporal SDK); tests/test_cli_sessions.py checks that they agree.
@@ -48,6 +49,7 @@ sessions (an agent that stays open and answers each message as one turn):
   stalwart session start agents/calculator.toml --id calc-chat
   stalwart send calc-chat "What is (17 * 23) + 4?"
   stalwart send calc-chat "And 2**10?" --no-wait      # a signal: returns at once
+  stalwart send calc-chat - < message.md    # the message from stdin (or --file PATH); run takes its goal so too
   stalwart chat calc-chat               # or `stalwart chat AGENT_FILE` for a new session
   stalwart close calc-chat
 
@@ -115,7 +117,9 @@ def _explain(err: Exception) -> int | None:
     if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
         return EXIT_OK
     replay = sys.modules.get("stalwart.client.replay")  # loaded only by the commands that read history files
-    if isinstance(err, AgentFileError | InvalidRunInput) or (replay and isinstance(err, replay.HistoryFileError)):
+    if isinstance(err, UsageError | AgentFileError | InvalidRunInput) or (
+        replay and isinstance(err, replay.HistoryFileError)
+    ):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError | EncryptionKeyError):
@@ -163,6 +167,10 @@ def _explain(err: Exception) -> int | None:
             )
         return EXIT_RUN_FAILED
     return None
+
+
+class UsageError(Exception):
+    """A command line the command cannot act on (a message that is not text, say): one `error:` line, exit status 2."""
 
 
 class _Version(argparse.Action):
@@ -237,9 +245,15 @@ def _parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    run = command("run", _run, "Start a run of an agent and follow it to its answer.")
+    run = command(
+        "run",
+        _run,
+        "Start a run of an agent and follow it to its answer.",
+        epilog=_TEXT_FROM.format(what="goal", WHAT="GOAL", example="stalwart run AGENT_FILE - < task.md"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
-    run.add_argument("goal", help="what the agent should do")
+    _text_options(run, "goal", "what the agent should do")
     _input_option(run)
     run.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server and worker for this run")
     run.add_argument(
@@ -281,12 +295,13 @@ def _parser() -> argparse.ArgumentParser:
         "Send a message to a session and print the answer of the turn that reads it.",
         epilog=(
             "A message the session refuses (empty, too long, the session closed) is an error, exit status 1.\n"
-            "`stalwart show ID` prints every step of the session, tool calls included."
+            "`stalwart show ID` prints every step of the session, tool calls included.\n\n"
+            + _TEXT_FROM.format(what="message", WHAT="MESSAGE", example="git diff | stalwart send ID -")
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     send.add_argument("session_id", metavar="ID", help="the session's id, as `stalwart session start` printed it")
-    send.add_argument("message", metavar="MESSAGE", help="what to say")
+    _text_options(send, "message", "what to say")
     send.add_argument(
         "--agent",
         type=Path,
@@ -521,6 +536,23 @@ def _since(text: str) -> str:
     return start.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_TEXT_FROM = """\
+{WHAT} `-` reads the {what} from standard input, and --file PATH from a file: whole, as UTF-8 text, with one
+final newline dropped (the one `echo`, a heredoc or an editor ends it with). For text too long for an
+argument (over 128 KiB) or made by another command, e.g. `{example}`."""
+
+
+def _text_options(parser: argparse.ArgumentParser, name: str, help: str) -> None:
+    """The message or goal: an argument, `-` for standard input, or --file PATH (`_text_of` reads it)."""
+    parser.add_argument(name, metavar=name.upper(), nargs="?", help=f"{help}; `-` reads it from standard input")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        metavar="PATH",
+        help=f"read the {name} from the file PATH (UTF-8) instead of {name.upper()}",
+    )
+
+
 def _input_option(parser: argparse.ArgumentParser, help: str = "a run input for tool bindings (repeatable)") -> None:
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help=help)
 
@@ -646,6 +678,7 @@ async def _run(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     spec = load_agent(args.agent)
+    goal = await _text_of(args, "goal")
     inputs = _parse_inputs(args.input)
     async with _temporal(args, embedded=args.dev) as (temporal, ui_url):
         stalwart = StalwartClient(temporal, task_queue=args.task_queue, ui_url=ui_url)
@@ -654,7 +687,7 @@ async def _run(args: argparse.Namespace) -> int:
         choice = choose_model(spec)
         if args.dev and spec.model != choice.model:  # the embedded worker shares this environment's keys
             spec = spec.model_copy(update={"model": choice.model})
-        handle = await stalwart.start(spec, args.goal, inputs=inputs)
+        handle = await stalwart.start(spec, goal, inputs=inputs)
         progress = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the result's JSON alone
         # Only the embedded worker shares this shell's keys; a remote worker decides with its own.
         said = (
@@ -853,6 +886,7 @@ async def _send(args: argparse.Namespace) -> int:
     from stalwart.client.api import SessionClosed
 
     spec = load_agent(args.agent) if args.agent else None
+    args.message = await _text_of(args, "message")
     inputs = _parse_inputs(args.input)
     stalwart = await _client(args)
     if args.no_wait:
@@ -1498,6 +1532,78 @@ def _parse_inputs(pairs: list[str]) -> dict[str, object]:
         except ValueError:  # not JSON, or a number longer than Python reads (4,300 digits): the text itself
             inputs[name] = value
     return inputs
+
+
+async def _text_of(args: argparse.Namespace, name: str) -> str:
+    """The message or goal (`name`) of the command line: the argument, or all of standard input (`-`) or of --file."""
+    given, path = getattr(args, name), args.file
+    if (given is None) == (path is None):
+        either = f"{name.upper()}, `-` to read it from standard input, or --file PATH"
+        raise UsageError(f"give the {name} as one of {either}" if given is None else f"give either {either}, not both")
+    if path is None and given != "-":
+        return str(given)
+    return await _off_the_loop(lambda: _read_text(path, name))
+
+
+def _read_text(path: Path | None, name: str) -> str:
+    """All of the file at `path` (None: standard input) as UTF-8 text, less the one newline that ends it."""
+    from stalwart.contracts.agent import MAX_MESSAGE_CHARS
+
+    source = "standard input" if path is None else str(path)
+    most = 4 * MAX_MESSAGE_CHARS  # bytes: more than any agent takes, as UTF-8 spends at most 4 on a character
+    data = bytearray()
+    stream: BinaryIO
+    with contextlib.ExitStack() as opened:
+        if path is not None:
+            stream = opened.enter_context(path.open("rb"))
+        elif sys.stdin is None:
+            raise UsageError(f"there is no standard input to read the {name} from")
+        else:
+            stream = sys.stdin.buffer
+            if sys.stdin.isatty():  # a person is to type it: say how to end it, rather than wait in silence
+                print(f"reading the {name} from standard input; end it with Ctrl-D", file=sys.stderr, flush=True)
+        while len(data) <= most:
+            chunk = stream.read(1 << 20)
+            data += chunk
+            if len(chunk) < 1 << 20:  # read() stops short only at the end (Ctrl-D on a terminal, which ends it once)
+                break
+    if len(data) > most:
+        raise UsageError(
+            f"{source} holds over {most // 1_000_000} MB, more than any agent takes "
+            f"([session] max_message_chars is at most {MAX_MESSAGE_CHARS:,} characters)"
+        )
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{source} is not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start:,}); Temporal and the "
+            "model take text only: convert it to UTF-8 first, e.g. `iconv -f ITS_ENCODING -t UTF-8`"
+        ) from None
+    return text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
+
+
+async def _off_the_loop(read: Callable[[], _T]) -> _T:
+    """`read()` on a daemon thread of its own, so that Ctrl-C and SIGTERM end a command that waits on it.
+
+    On the loop's thread, a read waiting on a terminal or a pipe holds off both (asyncio's Ctrl-C only cancels
+    the command's task); under `asyncio.to_thread` it holds `asyncio.run`, which joins its executor's threads.
+    """
+    import asyncio
+    import threading
+    from concurrent.futures import Future
+
+    outcome: Future[_T] = Future()
+
+    def work() -> None:
+        if not outcome.set_running_or_notify_cancel():  # the command ended before the thread started
+            return
+        try:
+            outcome.set_result(read())
+        except Exception as err:
+            outcome.set_exception(err)
+
+    threading.Thread(target=work, name="stalwart-read", daemon=True).start()
+    return await asyncio.wrap_future(outcome)
 
 
 def console_main() -> None:

@@ -1,4 +1,5 @@
-"""`stalwart session start`, `send`, `chat`, `close` and `show` of a session: real subprocesses, real dev server."""
+"""`stalwart session start`, `send`, `chat`, `close` and `show` of a session, and the message (or `run`'s goal) read
+from standard input or a file: real subprocesses, real dev server."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from stalwart.client.api import StalwartClient
+from stalwart.client.api import SessionHandle, StalwartClient
 from stalwart.workers.worker import build_worker
 
 from support.approvals import until_pending
@@ -78,6 +79,13 @@ async def sessions(dev_env) -> AsyncIterator[list[str]]:
 
 def session_id() -> str:
     return f"cli-session-{uuid.uuid4().hex[:8]}"
+
+
+async def _new_session(agent: Path, client: StalwartClient, sessions: list[str]) -> SessionHandle:
+    """A new session of `agent`, terminated after the test (by `sessions`) if it is still open."""
+    session = await client.start_session(agent, session_id=session_id())
+    sessions.append(session.run_id)
+    return session
 
 
 @pytest.mark.slow
@@ -145,22 +153,24 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _waiting_cli(*args: str, address: str, task_queue: str) -> subprocess.Popen[str]:
-    """The CLI started as in `stalwart`, left running; returned once it says that no worker is polling."""
+def _waiting_cli(
+    *args: str, address: str, task_queue: str, until: str = "no worker is polling", stdin: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    """The CLI started as in `stalwart`, left running; returned once it says `until` (that no worker is polling)."""
     command = subprocess.Popen(
         [*STALWART, *args, "--address", address, "--task-queue", task_queue],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         text=True,
         cwd=REPO,
         preexec_fn=_as_from_a_terminal,  # only resets a signal before exec: safe beside threads
     )
     assert command.stderr is not None
     for line in command.stderr:
-        if "no worker is polling" in line:
+        if until in line:
             return command
-    raise AssertionError(f"`stalwart {args[0]}` ended ({command.wait()}) without saying that no worker polls")
+    raise AssertionError(f"`stalwart {args[0]}` ended ({command.wait()}) without saying {until!r}")
 
 
 @pytest.mark.slow
@@ -349,6 +359,174 @@ async def test_chat_with_a_finished_run_says_it_is_a_run_not_a_session(dev_env, 
     chat = await cli("chat", run_id, dev_env=dev_env, task_queue=task_queue)
     assert chat.returncode == 1, chat.stderr
     assert chat.stderr == f"error: {run_id} is a run, not a session: `stalwart chat AGENT_FILE` starts a session\n"
+
+
+# -- a message or goal read from standard input or a file --------------------
+
+LONG_TEXT = "\n".join(f"line {i}: " + "words " * 40 for i in range(1000))
+"""About 250 KB on many lines: more than one argument may hold (128 KiB), and inner newlines to keep."""
+
+
+def _text_source(source: str, tmp_path: Path, text: str) -> tuple[tuple[str, ...], str | None]:
+    """The arguments and the standard input that give the CLI `text`: `-` and stdin, or --file PATH."""
+    if source == "stdin":
+        return ("-",), text
+    path = tmp_path / "text.md"
+    path.write_text(text)
+    return ("--file", str(path)), None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["stdin", "file"])
+async def test_send_sends_the_whole_message_from_stdin_or_a_file_less_its_final_newline(
+    dev_env, task_queue, client, chatter_file, sessions, tmp_path, source
+):
+    given, stdin = _text_source(source, tmp_path, LONG_TEXT + "\n")
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await _new_session(chatter_file, client, sessions)
+        sent = await cli("send", session.run_id, *given, dev_env=dev_env, task_queue=task_queue, stdin=stdin)
+        state = await session.state()
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout == "first answer\n"
+    assert state.steps[0].content == LONG_TEXT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["stdin", "file"])
+async def test_run_runs_towards_the_whole_goal_from_stdin_or_a_file_less_its_final_newline(
+    dev_env, task_queue, chatter_file, tmp_path, source
+):
+    given, stdin = _text_source(source, tmp_path, LONG_TEXT + "\n")
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        ran = await cli("run", str(chatter_file), *given, "--json", dev_env=dev_env, task_queue=task_queue, stdin=stdin)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["answer"] == "first answer"
+    assert result["steps"][0]["role"] == "user" and result["steps"][0]["content"] == LONG_TEXT
+
+
+UNREACHABLE = "127.0.0.1:1"
+"""No server: a command that reaches for one fails there, so an error said before it was said before connecting."""
+
+
+@pytest.mark.parametrize("command", ["send", "run"])
+@pytest.mark.parametrize("source", ["stdin", "file"])
+def test_a_message_or_goal_that_is_not_utf8_is_one_error_line_naming_the_fix(chatter_file, tmp_path, command, source):
+    text = b"caf\xe9 au lait\n"  # Latin-1
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(text)
+    given = ["-"] if source == "stdin" else ["--file", str(path)]
+    target = "some-session" if command == "send" else str(chatter_file)
+    refused = subprocess.run(
+        [*STALWART, command, target, *given, "--address", UNREACHABLE],
+        input=text if source == "stdin" else b"",
+        capture_output=True,
+        cwd=REPO,
+    )
+    err = refused.stderr.decode(errors="replace")
+    named = "standard input" if source == "stdin" else str(path)
+    assert refused.returncode == 2, err
+    assert err == (
+        f"error: {named} is not UTF-8 text (byte 0xe9 at offset 3); Temporal and the model take text only: "
+        "convert it to UTF-8 first, e.g. `iconv -f ITS_ENCODING -t UTF-8`\n"
+    )
+
+
+async def _target_of(command: str, agent: Path, client: StalwartClient, sessions: list[str]) -> str:
+    """What `send` or `run` is given before its message or goal: a new session of `agent`, or the agent file."""
+    return str(agent) if command == "run" else (await _new_session(agent, client, sessions)).run_id
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["send", "run"])
+async def test_an_empty_message_or_goal_from_stdin_gets_the_empty_refusal(
+    dev_env, task_queue, client, chatter_file, sessions, command
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        target = await _target_of(command, chatter_file, client, sessions)
+        refused = await cli(command, target, "-", dev_env=dev_env, task_queue=task_queue, stdin="\n")
+    assert refused.stdout == ""
+    if command == "send":
+        assert (refused.returncode, refused.stderr) == (1, "error: the message is empty: send some text\n")
+    else:
+        assert refused.returncode == 2 and refused.stderr.startswith("error: a run needs a goal"), refused.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["send", "run"])
+async def test_a_message_or_goal_from_stdin_over_the_agents_limit_gets_the_limit_refusal(
+    dev_env, task_queue, client, tmp_path, sessions, command
+):
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(CHATTER + "\n[session]\nmax_message_chars = 10\n")
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        target = await _target_of(command, tiny, client, sessions)
+        refused = await cli(command, target, "-", dev_env=dev_env, task_queue=task_queue, stdin="longer than ten\n")
+    assert refused.returncode == (1 if command == "send" else 2), refused.stderr
+    assert refused.stderr.startswith(f"error: the {'message' if command == 'send' else 'goal'} has 15 characters, ")
+    assert "max_message_chars" in refused.stderr and "Traceback" not in refused.stderr
+
+
+READING = "reading the message from standard input; end it with Ctrl-D"
+
+
+@contextlib.asynccontextmanager
+async def _sending_from_a_terminal(
+    session: str, dev_env, task_queue: str
+) -> AsyncIterator[tuple[int, subprocess.Popen[str]]]:
+    """`stalwart send SESSION -` reading a pseudo-terminal, once it says so: the terminal's keyboard (to type on)
+    and the command."""
+    keyboard, terminal = os.openpty()
+    try:
+        yield (
+            keyboard,
+            await asyncio.to_thread(
+                _waiting_cli,
+                "send",
+                session,
+                "-",
+                address=dev_env.address,
+                task_queue=task_queue,
+                until=READING,
+                stdin=terminal,
+            ),
+        )
+    finally:
+        os.close(keyboard)
+        os.close(terminal)
+
+
+@pytest.mark.slow
+async def test_send_dash_on_a_terminal_says_to_end_the_message_with_ctrl_d_and_sends_what_was_typed(
+    dev_env, task_queue, client, chatter_file, sessions
+):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        session = await _new_session(chatter_file, client, sessions)
+        async with _sending_from_a_terminal(session.run_id, dev_env, task_queue) as (keyboard, sending):
+            os.write(keyboard, b"typed on\na terminal\n\x04")  # Ctrl-D at the start of a line ends the input
+            out, err = await asyncio.to_thread(sending.communicate)
+        state = await session.state()
+    assert sending.returncode == 0, err
+    assert out == "first answer\n"
+    assert state.steps[0].content == "typed on\na terminal"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signal_name", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+async def test_send_dash_interrupted_while_it_reads_a_terminal_exits_without_a_traceback(
+    dev_env, task_queue, client, chatter_file, sessions, signal_name, status
+):
+    import signal
+
+    async with build_worker(dev_env.client, task_queue=task_queue):  # the old code sent "-" and ended
+        session = await _new_session(chatter_file, client, sessions)
+        async with _sending_from_a_terminal(session.run_id, dev_env, task_queue) as (_, sending):
+            sending.send_signal(getattr(signal, signal_name))
+            out, err = await asyncio.to_thread(sending.communicate)
+        state = await session.state()
+    assert sending.returncode == status, err
+    assert "Traceback" not in err and out == ""
+    assert state.turns == 0, "nothing was sent"
 
 
 @pytest.mark.slow
