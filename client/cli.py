@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from stalwart.client.api import RunHandle, SessionHandle, StalwartClient
+    from stalwart.client.reader import RunReader
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.run import AgentResult, RunState
 
@@ -112,17 +113,26 @@ def _explain(err: Exception) -> int | None:
     from stalwart.activities.storage.encryption import ENCODING as ENCRYPTED
     from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, EncryptionKeyError
     from stalwart.client.agent_files import AgentFileError
-    from stalwart.client.api import InvalidRunInput, RunWithoutResult, SessionClosed
+    from stalwart.client.reader import RunWithoutResult
 
     if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
         return EXIT_OK
-    replay = sys.modules.get("stalwart.client.replay")  # loaded only by the commands that read history files
-    if isinstance(err, UsageError | AgentFileError | InvalidRunInput) or (
-        replay and isinstance(err, replay.HistoryFileError)
+    # Modules whose errors only the commands that load them can raise: looked up, not imported.
+    api, replay, transcripts = map(
+        sys.modules.get, ("stalwart.client.api", "stalwart.client.replay", "stalwart.activities.transcripts")
+    )
+    if (
+        isinstance(err, UsageError | AgentFileError)
+        or (api and isinstance(err, api.InvalidRunInput))
+        or (replay and isinstance(err, replay.HistoryFileError))
     ):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    if isinstance(err, RunWithoutResult | SessionClosed | ConnectionError | EncryptionKeyError):
+    if (
+        isinstance(err, RunWithoutResult | ConnectionError | EncryptionKeyError)
+        or (api and isinstance(err, api.SessionClosed))
+        or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
+    ):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
     temporal_client = sys.modules.get("temporalio.client")  # loaded by every command that reaches a server
@@ -1395,7 +1405,7 @@ async def _codec_server(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    handle = (await _client(args)).get(args.run_id)
+    handle = await _reader(args, args.run_id)
     if args.events:
         events = await handle.events()
         if args.json:
@@ -1440,6 +1450,19 @@ async def _check(args: argparse.Namespace) -> int:
 
 
 # -- plumbing ----------------------------------------------------------------
+
+
+async def _reader(args: argparse.Namespace, run_id: str) -> RunReader:
+    """A run to read, through the Temporal service alone: the SDK's client would be a third of the command's start."""
+    from stalwart.activities.storage.converter import stalwart_converter
+    from stalwart.client.connection import connect_service, ui_base
+    from stalwart.client.reader import RunReader
+
+    service, namespace = await connect_service(
+        args.address, args.namespace, profile=args.profile, config_file=args.config_file
+    )
+    address = service.config.target_host
+    return RunReader(service.workflow_service, namespace, stalwart_converter(), run_id, ui_base(address))
 
 
 async def _client(args: argparse.Namespace) -> StalwartClient:

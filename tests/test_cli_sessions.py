@@ -550,15 +550,26 @@ async def test_show_of_a_session_lists_every_turn_and_says_it_waits_for_a_messag
 
 
 @pytest.mark.slow
-async def test_show_imports_neither_the_worker_nor_a_provider_sdk_nor_the_dev_server(
+async def test_show_imports_neither_the_worker_nor_a_provider_sdk_nor_the_dev_server_nor_the_sdks_client(
     dev_env, task_queue, client, chatter_file, sessions
 ):
+    """`show` only reads, through the service client (`client/reader.py`): the SDK's `Client` would be a third of
+    its start. So it reads a live session (a query to its worker), the same session with no worker running (from
+    its history) and a finished run (its recorded result)."""
+    heavy = (*HEAVY, "temporalio.client")
+
+    def show(run_id: str) -> list[str]:
+        return _imports_of("show", run_id, "--json", "--address", dev_env.address, heavy=heavy)
+
     async with build_worker(dev_env.client, task_queue=task_queue):  # a running session answers through a worker
         session = await client.start_session(chatter_file, session_id=session_id())
         sessions.append(session.run_id)
         await session.send("hello")
-        probe = await asyncio.to_thread(_imports_of, "show", session.run_id, "--json", "--address", dev_env.address)
-    assert probe == []
+        live = await asyncio.to_thread(show, session.run_id)
+        finished = await client.start(AGENTS_DIR / "calculator.toml", "What is (17 * 23) + 4?")
+        await finished.result()
+    offline = await asyncio.to_thread(show, session.run_id)
+    assert (live, offline, await asyncio.to_thread(show, finished.run_id)) == ([], [], [])
 
 
 def test_help_and_check_import_neither_the_worker_nor_a_provider_sdk_nor_the_dev_server():
