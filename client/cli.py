@@ -1519,21 +1519,9 @@ def _dev_codec_server(args: argparse.Namespace, server: Any) -> contextlib.Abstr
 
 
 async def _warn_without_workers(temporal: Client, task_queue: str, *, waiting: str = "the run") -> None:
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+    from stalwart.client.reader import workers_polling
 
-    try:
-        described = await temporal.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=temporal.namespace,
-                task_queue=TaskQueue(name=task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-    except Exception:
-        return
-    if not described.pollers:
+    if await workers_polling(temporal.workflow_service, temporal.namespace, task_queue) is False:
         print(
             f"warning: no worker is polling task queue {task_queue!r}; {waiting} will wait until one starts. "
             f"Start one with `stalwart worker`, or use `stalwart run --dev` for an embedded server and worker.",

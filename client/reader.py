@@ -67,6 +67,22 @@ def _unanswered(err: RPCError) -> bool:
     ) or "no poller" in str(err)
 
 
+async def workers_polling(service: WorkflowService, namespace: str, task_queue: str) -> bool | None:
+    """Whether any worker has polled `task_queue` for workflow tasks lately (a dead one stays listed a while), or
+    None when the server does not say."""
+    try:
+        described = await service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError:
+        return None
+    return bool(described.pollers)
+
+
 @dataclass(frozen=True)
 class RunDescription:
     """What the server says of a run's latest execution, without reading its history."""
@@ -321,19 +337,9 @@ class RunReader:
         raise _Unanswered()
 
     async def _worker_polling(self) -> bool:
-        """Whether any worker has polled the run's workflow task queue lately (a dead one stays listed a while)."""
-        task_queue = (await self.describe()).task_queue
-        try:
-            described = await self._service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=self._namespace,
-                    task_queue=TaskQueue(name=task_queue),
-                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                )
-            )
-        except RPCError:
-            return True  # cannot tell: give the query its second try
-        return bool(described.pollers)
+        """Whether a worker polls the run's task queue; when the server cannot tell, the query gets its second try."""
+        polling = await workers_polling(self._service, self._namespace, (await self.describe()).task_queue)
+        return polling is not False
 
     async def _query(self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS) -> Any:
         """Ask the running workflow, one query at a time.
