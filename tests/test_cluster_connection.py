@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from temporalio.client import Client
-from temporalio.service import TLSConfig
+from temporalio.service import ConnectConfig, ServiceClient, TLSConfig
 
 from stalwart.client import connection
 from stalwart.client.api import StalwartClient
@@ -236,7 +236,7 @@ async def test_the_settings_reach_the_sdks_connect_call_with_stalwarts_converter
         seen.update(kwargs)
         raise Recorded  # prod.example does not exist: what matters is what the SDK was asked
 
-    monkeypatch.setattr(connection.Client, "connect", recording_connect)
+    monkeypatch.setattr(Client, "connect", recording_connect)
     for name in [n for n in os.environ if n.startswith("TEMPORAL_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", "/nonexistent")
@@ -249,6 +249,33 @@ async def test_the_settings_reach_the_sdks_connect_call_with_stalwarts_converter
     assert seen["api_key"] == "from-env"
     assert seen["tls"].client_cert == pki.client_cert.read_bytes() and seen["tls"].domain == "localhost"
     assert "PydanticPayloadConverter" in seen["data_converter"].payload_converter_class.__name__
+
+
+async def test_the_settings_reach_the_service_client_of_a_command_that_only_reads(
+    tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
+):
+    """`stalwart show` connects with the service client alone (client/reader.py): the same profile, TLS and key."""
+    seen: list[ConnectConfig] = []
+
+    class Recorded(Exception):
+        pass
+
+    async def recording_connect(config: ConnectConfig) -> ServiceClient:
+        seen.append(config)
+        raise Recorded
+
+    monkeypatch.setattr(ServiceClient, "connect", recording_connect)
+    for name in [n for n in os.environ if n.startswith("TEMPORAL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.setenv("TEMPORAL_API_KEY", "from-env")
+    config = profile_file(tmp_path, pki, "prod.example:7233")
+    with pytest.raises(Recorded):
+        await connection.connect_service(namespace="agents", profile="prod", config_file=config)
+    [connected] = seen
+    assert (connected.target_host, connected.api_key) == ("prod.example:7233", "from-env")
+    assert isinstance(connected.tls, TLSConfig) and connected.tls.client_cert == pki.client_cert.read_bytes()
+    assert connected.tls.domain == "localhost" and connected.identity
 
 
 # -- mTLS end to end -----------------------------------------------------------

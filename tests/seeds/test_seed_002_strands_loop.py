@@ -112,12 +112,11 @@ async def test_stalwart_show_prints_the_metrics(stalwart, worker_with, monkeypat
         await run.result()
     out = StringIO()
     monkeypatch.setattr(sys, "stdout", out)
-    client = stalwart
 
-    async def connected(args: object) -> object:
-        return client
+    async def reading(args: object, run_id: str) -> object:  # the run, read through this test's client
+        return stalwart.get(run_id)
 
-    monkeypatch.setattr(cli, "_client", connected)
+    monkeypatch.setattr(cli, "_reader", reading)
     parsed = cli._parser().parse_args(["show", run.run_id])
     assert await cli._show(parsed) == 0
     text = out.getvalue()
