@@ -1437,14 +1437,23 @@ async def _check(args: argparse.Namespace) -> int:
     from stalwart.client.agent_files import check_agent
 
     spec = check_agent(args.agent)
-    print(spec.model_dump_json(indent=2, exclude_defaults=True))
-    print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    lines: list[str] = []
     if spec.tools or spec.sub_agents or spec.mcp_servers:
-        from stalwart.client.tool_names import tool_lines
+        from stalwart.client.agent_files import AgentFileError
+        from stalwart.client.tool_names import listed_tools
+        from stalwart.contracts.agent import unknown_tool_names
 
         # The names the model will see, MCP tools listed from their servers and named by the clash rule.
+        listed = await listed_tools(spec)
+        lines = listed.lines
+        unknown = unknown_tool_names(spec, listed.names) if spec.mcp_servers and listed.names is not None else None
+        if unknown is not None:  # only now knowable: the MCP servers' tools are listed
+            raise AgentFileError(f"{args.agent}: {unknown}")
+    print(spec.model_dump_json(indent=2, exclude_defaults=True))
+    print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    if lines:
         print("tools the model sees:", file=sys.stderr)
-        for line in await tool_lines(spec):
+        for line in lines:
             print(f"  {line}", file=sys.stderr)
     return EXIT_OK
 

@@ -4,17 +4,27 @@ servers' tools after the naming rule (`activities/mcp/catalog.py`), listed from 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from stalwart.contracts.agent import AgentSpec
 
 
-async def tool_lines(spec: AgentSpec) -> list[str]:
-    """One line per tool the model will see (name, then where it comes from), and one per MCP server that could
-    not be listed from here, saying why."""
+@dataclass(frozen=True)
+class ListedTools:
+    lines: list[str]
+    """One per tool the model will see (name, then where it comes from), and one per MCP server that could not be
+    listed from here, saying why."""
+    names: list[str] | None
+    """Every name the model will see; None when an MCP server could not be listed from here."""
+
+
+async def listed_tools(spec: AgentSpec) -> ListedTools:
+    """The agent's tools as its model will see them, its MCP servers' listed from the servers themselves."""
+    own = [*spec.tools, *(sub.name for sub in spec.sub_agents)]
     lines = [f"{name}  (a tool the worker registers)" for name in spec.tools]
     lines += [f"{sub.name}  (sub-agent, {sub.mode})" for sub in spec.sub_agents]
     if not spec.mcp_servers:
-        return lines
+        return ListedTools(lines, own)
     from stalwart.activities.mcp import McpPool, catalog  # the MCP SDK: only for agents that use MCP servers
 
     pool = McpPool()
@@ -30,13 +40,13 @@ async def tool_lines(spec: AgentSpec) -> list[str]:
             )
         else:
             reachable.append((server, tools))
-    own = [*spec.tools, *(sub.name for sub in spec.sub_agents)]
     try:
         specs = catalog.tool_specs(reachable, own=own)
     except Exception as err:
-        return [*lines, f"MCP tools: {err}"]
+        return ListedTools([*lines, f"MCP tools: {err}"], None)
     for tool in specs:
         assert tool.server is not None
         renamed = f", renamed from {tool.remote_name!r} to avoid a clash" if tool.remote_name else ""
         lines.append(f"{tool.name}  (MCP server {tool.server.name!r}{renamed})")
-    return lines
+    every_server_listed = len(reachable) == len(spec.mcp_servers)
+    return ListedTools(lines, [*own, *(tool.name for tool in specs)] if every_server_listed else None)

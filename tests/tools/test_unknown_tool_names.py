@@ -8,6 +8,7 @@ tool runs.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -62,6 +63,22 @@ def test_check_refuses_a_file_naming_a_tool_the_agent_does_not_have(tmp_path, ca
     err = capsys.readouterr().err
     assert code == EXIT_USAGE
     assert str(path) in err and named in err and "its tools: calculator" in err
+
+
+@pytest.mark.parametrize(("approved", "code"), [("ad", EXIT_USAGE), ("add", 0)], ids=["misspelt", "right"])
+def test_check_lists_the_mcp_servers_tools_and_judges_require_approval_by_them(tmp_path, capsys, approved, code):
+    server = stdio_demo()
+    path = tmp_path / "a.toml"
+    path.write_text(
+        f'name = "a"\nrequire_approval = ["{approved}"]\n[[mcp_servers]]\nname = "demo"\n'
+        f"command = {json.dumps(server.command)}\nargs = {json.dumps(server.args)}\n"
+    )
+    assert main(["check", str(path)]) == code
+    err = capsys.readouterr().err
+    if code:
+        assert "`require_approval` names tool(s) ad " in err and "add" in err.partition("its tools: ")[2]
+    else:
+        assert "add  (MCP server 'demo')" in err
 
 
 def test_check_accepts_approval_for_a_sub_agent(tmp_path, capsys):
