@@ -224,26 +224,33 @@ def test_bad_settings_say_where_they_came_from_and_what_to_do(tmp_path: Path, pk
         connect_settings(profile="nope", config_file=config, environ=CLEAN)
 
 
-async def test_the_settings_reach_the_sdks_connect_call_with_stalwarts_converter(
-    tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
-):
-    seen: dict[str, Any] = {}
+class _Recorded(Exception):
+    """Raised by a recording connect: prod.example does not exist, what matters is what the SDK was asked."""
 
-    class Recorded(Exception):
-        pass
 
-    async def recording_connect(**kwargs: Any) -> Client:
-        seen.update(kwargs)
-        raise Recorded  # prod.example does not exist: what matters is what the SDK was asked
-
-    monkeypatch.setattr(Client, "connect", recording_connect)
+@pytest.fixture
+def prod_profile(tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A config file whose profile `prod` names prod.example with mTLS, the API key from the environment, and no
+    other TEMPORAL_* variable or home config in the way."""
     for name in [n for n in os.environ if n.startswith("TEMPORAL_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", "/nonexistent")
     monkeypatch.setenv("TEMPORAL_API_KEY", "from-env")
-    config = profile_file(tmp_path, pki, "prod.example:7233")
-    with pytest.raises(Recorded):
-        await StalwartClient.connect(namespace="agents", profile="prod", config_file=config)
+    return profile_file(tmp_path, pki, "prod.example:7233")
+
+
+async def test_the_settings_reach_the_sdks_connect_call_with_stalwarts_converter(
+    prod_profile: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
+):
+    seen: dict[str, Any] = {}
+
+    async def recording_connect(**kwargs: Any) -> Client:
+        seen.update(kwargs)
+        raise _Recorded
+
+    monkeypatch.setattr(Client, "connect", recording_connect)
+    with pytest.raises(_Recorded):
+        await StalwartClient.connect(namespace="agents", profile="prod", config_file=prod_profile)
     assert seen["target_host"] == "prod.example:7233"
     assert seen["namespace"] == "agents"
     assert seen["api_key"] == "from-env"
@@ -252,26 +259,18 @@ async def test_the_settings_reach_the_sdks_connect_call_with_stalwarts_converter
 
 
 async def test_the_settings_reach_the_service_client_of_a_command_that_only_reads(
-    tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
+    prod_profile: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
 ):
     """`stalwart show` connects with the service client alone (client/reader.py): the same profile, TLS and key."""
     seen: list[ConnectConfig] = []
 
-    class Recorded(Exception):
-        pass
-
     async def recording_connect(config: ConnectConfig) -> ServiceClient:
         seen.append(config)
-        raise Recorded
+        raise _Recorded
 
     monkeypatch.setattr(ServiceClient, "connect", recording_connect)
-    for name in [n for n in os.environ if n.startswith("TEMPORAL_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")
-    monkeypatch.setenv("TEMPORAL_API_KEY", "from-env")
-    config = profile_file(tmp_path, pki, "prod.example:7233")
-    with pytest.raises(Recorded):
-        await connection.connect_service(namespace="agents", profile="prod", config_file=config)
+    with pytest.raises(_Recorded):
+        await connection.connect_service(namespace="agents", profile="prod", config_file=prod_profile)
     [connected] = seen
     assert (connected.target_host, connected.api_key) == ("prod.example:7233", "from-env")
     assert isinstance(connected.tls, TLSConfig) and connected.tls.client_cert == pki.client_cert.read_bytes()
