@@ -48,6 +48,8 @@ CAPABILITIES_RECORDED = {
     "session_listed_waiting",
     "session_message_in_a_spent_turn",
     "approval_naming_a_missing_tool",
+    "session_message_signalled_while_closing",
+    "session_message_signalled_with_close",
 }
 
 

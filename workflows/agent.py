@@ -124,6 +124,7 @@ class AgentWorkflow:
         now = workflow.now()
         carried = input.carried
         self._closing = False
+        self._answering = True  # until the session's loop has ended: what arrives after is answered by no turn
         self._continuing = False
         self._results: dict[str, AgentResult] = {}  # message id -> the result of the turn that read it
         self._read_in_turn: list[str] = []  # ids of messages read by the turn in progress
@@ -230,6 +231,7 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             self._close_open_steps("cancelled")
             stop = "cancelled"
+        self._answering = False
         if input.session:  # answer every `send` still waiting before the session ends
             for message_id in [*self._read_in_turn, *(q.id for q in self._queued)]:
                 self._results.setdefault(message_id, self._closed_result(stop))
@@ -353,11 +355,26 @@ class AgentWorkflow:
             return "this run is not a session: start one with `stalwart session start AGENT_FILE`"
         if (problem := message_problem(text, self._agent)) is not None:
             return problem
-        if self._closing or self._status in ("closed", "idle"):
+        if (self._closing or self._status in ("closed", "idle")) and not self._answered_while_closing(signalled):
             return "the session is closed: start a new one"
         if self._budget is not None and self._budget.lifetime_cost_reached():
             return f"the session has spent its [session] max_cost_usd={self._agent.session.max_cost_usd:g}"
         return None
+
+    def _answered_while_closing(self, signalled: bool) -> bool:
+        """Whether a message signalled after `close`, while the session still answers, is answered before it ends.
+
+        A signal's sender cannot be told of a refusal (`send --no-wait` had said "sent" of a message then dropped),
+        so one that comes while a turn still runs is answered, as the messages received before `close` are. A
+        `send` update is still refused: its caller reads why. Asked only in that case, so other histories gain no
+        marker; sessions recorded before dropped the message, and replay so."""
+        return (
+            signalled
+            and self._input.session
+            and self._answering
+            and self._status not in ("closed", "idle")
+            and workflow.patched("messages-signalled-while-closing-are-answered")
+        )
 
     def _enqueue(self, message_id: str, text: str) -> None:
         self._queued.append(QueuedMessage(id=message_id, text=text, received_at=workflow.now()))

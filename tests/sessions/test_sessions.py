@@ -10,8 +10,8 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.tools import tool
-from stalwart.client.api import SessionClosed, StalwartClient
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, names
+from stalwart.client.api import SessionClosed, SessionHandle, StalwartClient
+from stalwart.contracts import AgentResult, AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, names
 from stalwart.contracts.agent import SessionSettings
 from stalwart.workflows.policies import COUNTERS_EVERY
 
@@ -172,6 +172,45 @@ async def test_messages_that_arrive_during_a_turn_reach_the_model_at_its_next_st
     assert result.answer == "read both"
     assert [m.content for m in seen.messages if m.role == "user"] == ["start", "second", "third"]
     assert [s.content for s in result.steps if s.role == "user"] == ["start", "second", "third"]
+
+
+async def _closed_mid_turn(stalwart: StalwartClient) -> tuple[SessionHandle, asyncio.Task[AgentResult]]:
+    """A session of `busy_agent` whose first turn waits in its tool, and `close` signalled then: what comes next
+    arrives after `close` while the session still answers."""
+    session = await stalwart.start_session(busy_agent("read the late one"))
+    first = asyncio.create_task(session.send("start"))
+    await tool_entered.wait()
+    await stalwart.temporal.get_workflow_handle(session.run_id).signal("close")
+    return session, first
+
+
+async def test_a_message_signalled_after_close_while_a_turn_runs_is_answered_before_the_session_ends(
+    stalwart, worker_with
+):
+    async with worker_with(wait_for_release):
+        session, first = await _closed_mid_turn(stalwart)
+        await session.post("one more thing")  # `send --no-wait`: its sender was told it was delivered
+        release.set()
+        answered = await first
+        result = await session.result()
+    assert result.stop_reason == "closed"
+    assert [s.content for s in answered.steps if s.role == "user"] == ["start", "one more thing"]
+    assert [(s.role, s.content) for s in result.steps if s.role != "tool"][-2:] == [
+        ("user", "one more thing"),
+        ("assistant", "read the late one"),
+    ]
+
+
+async def test_a_message_sent_by_update_after_close_is_refused_with_the_reason(stalwart, worker_with):
+    async with worker_with(wait_for_release):
+        session, first = await _closed_mid_turn(stalwart)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await session.send("too late")
+        release.set()
+        await first
+        result = await session.result()
+    assert "the session is closed" in str(refused.value.cause)
+    assert "too late" not in [s.content for s in result.steps]
 
 
 async def test_a_message_that_arrives_as_a_turn_spends_its_last_step_is_answered_by_the_next_turn(
