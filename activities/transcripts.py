@@ -71,6 +71,17 @@ class TranscriptStore:
         self._results: OrderedDict[str, bytes] = OrderedDict()  # stored results this worker wrote or read last
         self._results_bytes = 0
 
+    def _missing(self, what: str) -> TranscriptError:
+        """`what` is not where this process looks: say where that is, since the usual cause is another place."""
+        return TranscriptError(
+            f"{what} not in storage{self._where()}: every worker and client of a run must share one STALWART_STORAGE "
+            "(a shared folder or an S3 bucket); set it here to the workers' location"
+        )
+
+    def _where(self) -> str:
+        location = getattr(self._blobs, "location", "")  # an ObjectStore knows it; a test's blobs need not
+        return f" ({location})" if location else ""
+
     async def read(self, ref: TranscriptRef) -> list[Message]:
         """The messages `ref` names, checked against its hash."""
         cached = self._cache.get(ref.chain_id)
@@ -85,10 +96,7 @@ class TranscriptStore:
         for index in range(start, ref.segments):
             data = await self._blobs.get(self._segment_key(ref.chain_id, index))
             if data is None:
-                raise TranscriptError(
-                    f"segment {index} of the conversation of run chain {ref.chain_id} is not in storage: every worker "
-                    "and client of a run must share one STALWART_STORAGE (a shared folder or an S3 bucket)"
-                )
+                raise self._missing(f"segment {index} of the conversation of run chain {ref.chain_id} is")
             messages.extend(await self.filled(ref.chain_id, _MESSAGES.validate_json(data)))
             digest = chained(digest, data)
         if digest != ref.sha256 or len(messages) != ref.messages:
@@ -153,10 +161,12 @@ class TranscriptStore:
         if data is None:
             data = await self._blobs.get(key)
             if data is None or hashlib.sha256(data).hexdigest() != result.stored.sha256:
+                kept = f"the result of tool call {result.name} ({result.call_id}) kept as {key}"
+                if data is None:
+                    raise self._missing(f"{kept} is")
                 raise TranscriptError(
-                    f"the result of tool call {result.name} ({result.call_id}) kept as {key} is "
-                    f"{'not in storage' if data is None else 'not what was stored'}: every worker and client of a "
-                    "run must share one STALWART_STORAGE"
+                    f"{kept} is not what was stored{self._where()}: was storage changed by hand? Every worker and "
+                    "client of a run must share one STALWART_STORAGE"
                 )
             self._remember_result(key, data)
         kept = json.loads(data)
@@ -187,10 +197,7 @@ class TranscriptStore:
             return known
         data = await self._blobs.get(self._context_key(chain_id, digest))
         if data is None or hashlib.sha256(data).hexdigest() != digest:
-            raise TranscriptError(
-                f"the agent and tools of run chain {chain_id} (sha256 {digest[:12]}) are not in storage: every worker "
-                "of a run must share one STALWART_STORAGE"
-            )
+            raise self._missing(f"the agent and tools of run chain {chain_id} (sha256 {digest[:12]}) are")
         context = AgentContext.model_validate_json(data)
         self._remember_context(digest, context)
         return context
@@ -213,10 +220,7 @@ class TranscriptStore:
         for archive in archives:
             data = await self._blobs.get(archive.key)
             if data is None:
-                raise TranscriptError(
-                    f"the steps archived as {archive.key} are not in storage: every worker and client of a run "
-                    "must share one STALWART_STORAGE"
-                )
+                raise self._missing(f"the steps archived as {archive.key} are")
             steps.extend(_STEPS.validate_json(data))
         return [await self._step_filled(archive.key.split("/", 1)[0], step) for step in steps]
 

@@ -253,10 +253,14 @@ class ObjectStore:
     AES-256-GCM like payloads are; objects written before encryption was on are still read.
     """
 
-    def __init__(self, client: S3StorageDriverClient, bucket: str, encryption: Keyring | None = None) -> None:
+    def __init__(
+        self, client: S3StorageDriverClient, bucket: str, encryption: Keyring | None = None, *, location: str = ""
+    ) -> None:
         self._client = client
         self._bucket = bucket
         self._keyring = encryption
+        self.location = location
+        """Where the objects are, as `STALWART_STORAGE` says it: named by errors about a missing object."""
 
     @classmethod
     def from_config(
@@ -267,7 +271,8 @@ class ObjectStore:
     ) -> ObjectStore:
         config = StorageConfig.from_env() if config is None else config
         keyring = encryption if encryption is not None else Keyring.from_env()
-        return cls(client if client is not None else object_client(config), config.bucket, keyring)
+        client = client if client is not None else object_client(config)
+        return cls(client, config.bucket, keyring, location=config.describe())
 
     @property
     def client(self) -> S3StorageDriverClient:

@@ -151,3 +151,17 @@ async def test_object_store_refuses_keys_that_leave_the_transcripts_area(tmp_pat
         await store.put(key, b"x")
     with pytest.raises(ValueError, match="transcript key"):
         await store.get(key)
+
+
+async def test_a_conversation_missing_from_storage_is_an_error_naming_where_this_process_looked(tmp_path: Path):
+    from stalwart.activities.storage import StorageConfig
+    from stalwart.activities.transcripts import TranscriptError, TranscriptStore
+    from stalwart.contracts.messages import TranscriptRef
+
+    elsewhere = tmp_path / "not-the-workers-folder"
+    store = TranscriptStore(ObjectStore.from_config(StorageConfig(local_root=elsewhere)))
+    ref = TranscriptRef(chain_id="chain-1", segments=1, messages=1, sha256="0" * 64)
+    with pytest.raises(TranscriptError) as missing:
+        await store.read(ref)
+    assert f"not in storage ({elsewhere})" in str(missing.value)
+    assert "STALWART_STORAGE" in str(missing.value)
