@@ -50,7 +50,8 @@ with workflow.unsafe.imports_passed_through():
         missing_goal,
     )
     from stalwart.contracts.tools import ToolSpec
-    from stalwart.workflows import conversation, deadlines, delegation, policies, telemetry
+    from stalwart.workflows import arguments, conversation, deadlines, delegation, policies, telemetry
+    from stalwart.workflows.arguments import NO_ARGUMENT
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.failures import innermost_message, long_rate_limit, message_unless_cancelled
 
@@ -278,24 +279,34 @@ class AgentWorkflow:
         return conversation.events(self._steps, first_index=sum(archive.count for archive in self._archives))
 
     @workflow.update
-    def approve(self, decision: ApprovalDecision) -> str:
-        """Let a waiting tool call run."""
+    def approve(self, raw: RawValue = NO_ARGUMENT) -> str:
+        """Let a waiting tool call run (an `ApprovalDecision`)."""
+        decision = self._decision("approve", raw)
         self._decisions[decision.call_id] = (True, decision)
         return f"approved {decision.call_id}"
 
     @approve.validator
-    def _validate_approve(self, decision: ApprovalDecision) -> None:
-        self._require_pending(decision)
+    def _validate_approve(self, raw: RawValue = NO_ARGUMENT) -> None:
+        self._require_pending(self._decision("approve", raw))
 
     @workflow.update
-    def reject(self, decision: ApprovalDecision) -> str:
-        """Refuse a waiting tool call; the model reads the refusal as the call's result."""
+    def reject(self, raw: RawValue = NO_ARGUMENT) -> str:
+        """Refuse a waiting tool call (an `ApprovalDecision`); the model reads the refusal as the call's result."""
+        decision = self._decision("reject", raw)
         self._decisions[decision.call_id] = (False, decision)
         return f"rejected {decision.call_id}"
 
     @reject.validator
-    def _validate_reject(self, decision: ApprovalDecision) -> None:
-        self._require_pending(decision)
+    def _validate_reject(self, raw: RawValue = NO_ARGUMENT) -> None:
+        self._require_pending(self._decision("reject", raw))
+
+    @staticmethod
+    def _text(handler: str, raw: RawValue) -> str:
+        return arguments.decoded(raw, str, handler=handler, takes=arguments.MESSAGE_SHAPE)
+
+    @staticmethod
+    def _decision(handler: str, raw: RawValue) -> ApprovalDecision:
+        return arguments.decoded(raw, ApprovalDecision, handler=handler, takes=arguments.DECISION_SHAPE)
 
     def _require_pending(self, decision: ApprovalDecision) -> None:
         """A decision on a call that waits, small enough to record (a 3 MB reason failed workflow tasks for minutes)."""
@@ -307,8 +318,9 @@ class AgentWorkflow:
             raise ApplicationError(f"no tool call {call_id!r} is waiting for approval in this run (waiting: {waiting})")
 
     @workflow.update
-    async def send(self, text: str) -> AgentResult:
-        """Give the session a message; returns when the turn that read it ends, with that turn's result."""
+    async def send(self, raw: RawValue = NO_ARGUMENT) -> AgentResult:
+        """Give the session a message (text); returns when the turn that read it ends, with that turn's result."""
+        text = self._text("send", raw)
         update = workflow.current_update_info()
         message_id = update.id if update is not None else str(workflow.uuid4())
         self._enqueue(message_id, text)
@@ -320,7 +332,8 @@ class AgentWorkflow:
         return self._results.pop(message_id)
 
     @send.validator
-    def _validate_send(self, text: str) -> None:
+    def _validate_send(self, raw: RawValue = NO_ARGUMENT) -> None:
+        text = self._text("send", raw)
         if self._continuing:
             raise ApplicationError(
                 "the session is continuing as new; send the message again in a moment",
@@ -331,8 +344,13 @@ class AgentWorkflow:
             raise ApplicationError(problem, type="MessageRefused", non_retryable=True)
 
     @workflow.signal
-    def message(self, text: str) -> None:
-        """Give the run a message without waiting; the model reads it at its next step."""
+    def message(self, raw: RawValue = NO_ARGUMENT) -> None:
+        """Give the run a message (text) without waiting; the model reads it at its next step."""
+        try:
+            text = self._text("message", raw)
+        except ApplicationError as err:  # a signal has no answer: its sender can be told nothing
+            workflow.logger.warning("message signal ignored: %s", err.message)
+            return
         problem = self._refusal(text, signalled=True)
         if problem is not None:
             workflow.logger.warning("message signal ignored: %s", problem)

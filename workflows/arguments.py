@@ -1,0 +1,63 @@
+"""What a caller sent to a signal or an update, decoded, or why it is not what the handler takes.
+
+Other SDKs and the Temporal CLI reach the session's `message`, `send`, `approve` and `reject` with any JSON.
+Left to the SDK, a wrong shape was refused as "Failed decoding arguments" (an update) or dropped with a
+traceback in the worker's log (a signal): neither said what the handler takes. The handlers take the raw
+payload instead and decode it here, so the refusal names the handler, the shape it takes, and what came.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+_T = TypeVar("_T")
+
+NO_ARGUMENT = RawValue(Payload())
+"""What a handler gets when the caller sent no argument at all."""
+
+MESSAGE_SHAPE = "one argument, the message text as a JSON string (in the Temporal CLI: --input '\"hello\"')"
+DECISION_SHAPE = (
+    'one argument, the decision as a JSON object: {"call_id": "...", "reason": "..." (optional), '
+    '"reviewer": "..." (optional)}; `stalwart pending RUN_ID` lists the waiting call ids'
+)
+INVALID_ARGUMENT = "InvalidArgument"
+"""The error type of a refused argument: not retryable, since the same argument is refused again."""
+
+_SHOWN_BYTES = 120
+
+
+def decoded(raw: RawValue, kind: type[_T], *, handler: str, takes: str) -> _T:
+    """`raw` as `kind`, or an `ApplicationError` saying that `handler` takes `takes` and what came instead."""
+    if not raw.payload.metadata:
+        raise _refused(f"`{handler}` takes {takes}; it got no argument")
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, kind)
+    except Exception as err:  # pydantic's ValidationError, JSON that does not parse, an encoding we do not read
+        raise _refused(f"`{handler}` takes {takes}; it got {_shown(raw.payload)} ({_first_problem(err)})") from None
+
+
+def _first_problem(err: Exception) -> str:
+    errors = getattr(err, "errors", None)  # pydantic's ValidationError (workflow code imports no pydantic)
+    if callable(errors) and errors():
+        first = errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _refused(message: str) -> ApplicationError:
+    return ApplicationError(message, type=INVALID_ARGUMENT, non_retryable=True)
+
+
+def _shown(payload: Payload) -> str:
+    """The start of what was sent, as text, for the refusal."""
+    encoding = payload.metadata.get("encoding", b"").decode(errors="replace")
+    if not encoding.startswith("json"):
+        return f"a payload encoded as {encoding or 'nothing known'}"
+    text = payload.data[:_SHOWN_BYTES].decode(errors="replace")
+    return text + ("…" if len(payload.data) > _SHOWN_BYTES else "")
