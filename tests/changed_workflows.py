@@ -37,3 +37,12 @@ class PatchedMemoryFirstAgentWorkflow(AgentWorkflow):
         if workflow.patched("load-agent-memory"):
             await workflow.execute_activity("load_agent_memory", start_to_close_timeout=timedelta(seconds=10))
         return await super().run(raw_input)
+
+
+@workflow.defn(name="AgentWorkflow")
+class SandboxedAgentWorkflow(AgentWorkflow):
+    """The loop unchanged, in the SDK's sandbox (a subclass's default), as a user's own subclass runs."""
+
+    @workflow.run
+    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
+        return await super().run(raw_input)

@@ -8,6 +8,8 @@ differently breaks it: make such changes behind `workflow.patched(...)`.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from stalwart.client.replay import history_files
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.workflows import AgentWorkflow
 
@@ -40,3 +43,24 @@ async def test_replay_fails_with_nondeterminism_when_the_workflow_schedules_a_ne
 async def test_the_same_change_behind_workflow_patched_replays_the_recorded_run():
     replayer = Replayer(workflows=[PatchedMemoryFirstAgentWorkflow], data_converter=DATA_CONVERTER)
     await replayer.replay_workflow(_recorded_run())
+
+
+def test_a_sandboxed_subclass_replays_every_recorded_capability_in_a_fresh_process():
+    """In a process that has built no contract yet, as a worker or a replay in CI starts: a contract first met
+    inside the sandbox was built against its module table and failed as "`RunInput` is not fully defined"."""
+    tests = Path(__file__).resolve().parent
+    script = (
+        "import asyncio, sys; sys.path.insert(0, sys.argv[1]);"
+        "from pathlib import Path; from changed_workflows import SandboxedAgentWorkflow;"
+        "from stalwart.client.replay import replay_files;"
+        "outcomes = asyncio.run(replay_files([Path(sys.argv[2])], workflows=[SandboxedAgentWorkflow]));"
+        "print(len(outcomes)); [print(o.name, o.divergence or o.unreadable) for o in outcomes if not o.ok]"
+    )
+    capabilities = tests / "fixtures" / "histories" / "capabilities"
+    replayed = subprocess.run(
+        [sys.executable, "-c", script, str(tests), str(capabilities)], capture_output=True, text=True, check=False
+    )
+    assert replayed.returncode == 0, replayed.stderr[-3000:]
+    count, *failed = replayed.stdout.splitlines()
+    assert not failed, "\n".join(failed)
+    assert int(count) == len(history_files([capabilities])) > 20

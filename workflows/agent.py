@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.agent import AgentSpec, unknown_tool_names
     from stalwart.contracts.approvals import ApprovalDecision, PendingApproval, decision_problem
     from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, TranscriptRef, Usage
+    from stalwart.contracts.model import build_contracts
     from stalwart.contracts.run import (
         AgentResult,
         ArchiveStepsRequest,
@@ -114,6 +115,11 @@ class _ContinueAsNew(Exception):
 @workflow.defn(name=names.WORKFLOW_TYPE, sandboxed=False)
 class AgentWorkflow:
     """One run of one agent: a goal, or (with `session`) a conversation of many messages."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass is sandboxed unless it says otherwise: its contracts must be built before it runs there.
+        super().__init_subclass__(**kwargs)
+        build_contracts()
 
     @workflow.init
     def __init__(self, raw_input: RawValue = NO_INPUT) -> None:
