@@ -10,6 +10,7 @@ comes from `with_external_storage` with the same settings can read them back.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -157,7 +158,12 @@ def default_local_root(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _warn_of_legacy_storage(root: Path) -> None:
-    legacy = (Path.cwd() / LEGACY_LOCAL_DIR).resolve()
+    _warn_once_of_legacy_storage((Path.cwd() / LEGACY_LOCAL_DIR).resolve(), root)
+
+
+@functools.cache
+def _warn_once_of_legacy_storage(legacy: Path, root: Path) -> None:
+    """Once per process and folder: a worker reads its storage setting for its converter, store and activities."""
     if legacy != root and legacy.is_dir() and any(legacy.iterdir()):
         logging.getLogger(__name__).warning(
             "%s holds payloads stored by an older Stalwart, whose default storage was ./%s; the default is now %s. "

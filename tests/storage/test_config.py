@@ -58,6 +58,16 @@ def test_payloads_left_in_the_old_default_folder_are_pointed_out_with_the_settin
     assert f"STALWART_STORAGE={(tmp_path / '.stalwart' / 'storage').resolve()}" in caplog.text
 
 
+def test_the_old_default_folder_is_pointed_out_once_however_often_the_process_reads_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".stalwart" / "storage" / "payloads").mkdir(parents=True)
+    for _ in range(3):  # a worker reads it for its converter, its transcript store and its activities
+        StorageConfig.from_env({"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert caplog.text.count("holds payloads stored by an older Stalwart") == 1
+
+
 def test_a_relative_path_is_a_local_directory_resolved_against_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
