@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
+import inspect
 import json
 import os
 import re
@@ -203,3 +205,23 @@ def test_terminating_stalwart_dev_stops_its_embedded_server(tmp_path):
     assert dev.wait() == 143
     with socket.socket() as probe:  # the command waited for its server to exit: nothing listens any more
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += [sub, *_subparsers(sub)]
+    return found
+
+
+def test_every_command_the_parser_names_is_a_command_function_of_its_module():
+    """The parser names each command as "module:function" so that only that module is loaded: a name that
+    resolves to nothing would fail only when someone runs that command."""
+    from stalwart.client import cli
+
+    handlers = {sub.get_default("handler") for sub in _subparsers(cli._parser())} - {None}
+    assert len(handlers) >= 15  # run, session start, send, chat, close, worker, dev, show, runs, ...
+    for handler in handlers:
+        assert inspect.iscoroutinefunction(cli._command(handler)), handler

@@ -196,9 +196,9 @@ def test_a_dev_server_folder_that_cannot_be_made_is_one_clean_error(capsys):
 
 
 def test_an_input_number_longer_than_python_reads_is_kept_as_text():
-    from stalwart.client.cli import _parse_inputs
+    from stalwart.client.commands.inputs import parse_inputs
 
-    assert _parse_inputs(["n=" + "9" * 5000, "m=12"]) == {"n": "9" * 5000, "m": 12}
+    assert parse_inputs(["n=" + "9" * 5000, "m=12"]) == {"n": "9" * 5000, "m": 12}
 
 
 @pytest.mark.parametrize(

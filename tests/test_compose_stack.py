@@ -199,7 +199,7 @@ def test_the_stalwart_commands_of_the_stack_are_ones_the_cli_accepts():
         argv = command(name)
         assert argv[0] == "stalwart"
         parsed = _parser().parse_args(argv[1:])  # exits (fails the test) on an unknown option
-        assert parsed.handler.__name__ == "_" + argv[1].replace("-", "_")
+        assert parsed.handler == "serving:" + argv[1].replace("-", "_")
 
 
 def test_every_file_and_volume_a_service_mounts_exists():

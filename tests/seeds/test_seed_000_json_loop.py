@@ -13,8 +13,8 @@ from io import StringIO
 
 from stalwart.activities.protocols import json_actions
 from stalwart.activities.providers.scripted import MOCK_ENV
-from stalwart.client import cli
 from stalwart.client.api import StalwartClient
+from stalwart.client.commands import runs
 from stalwart.client.stream import AnswerDelta, Progress
 from stalwart.contracts import AgentSpec, Budgets
 from stalwart.contracts.run import StepRecord
@@ -185,7 +185,7 @@ async def test_the_cli_prints_each_progress_block_before_its_action(time_skippin
     monkeypatch.setattr(sys, "stdout", out)
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         run = await stalwart.start(AgentSpec(name="native", tools=["echo"]), "Echo hello")
-        await cli._print_live(run)
+        await runs.print_live(run)
     lines = out.getvalue().splitlines()
     block = '[1] progress {"type": "progress", "step": 1, "max_steps": 10, "action": "tool_call", "target": "echo"}'
     assert block in lines

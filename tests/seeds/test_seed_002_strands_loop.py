@@ -12,6 +12,7 @@ from io import StringIO
 from stalwart.activities.context_window import SUMMARY_HEADER, SUMMARY_INSTRUCTIONS, estimated_tokens
 from stalwart.activities.tools import tool
 from stalwart.client import cli
+from stalwart.client.commands import connecting, inspecting
 from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import ModelRequest
 from stalwart.contracts.agent import ContextSettings
@@ -116,9 +117,9 @@ async def test_stalwart_show_prints_the_metrics(stalwart, worker_with, monkeypat
     async def reading(args: object, run_id: str) -> object:  # the run, read through this test's client
         return stalwart.get(run_id)
 
-    monkeypatch.setattr(cli, "_reader", reading)
+    monkeypatch.setattr(connecting, "reader", reading)
     parsed = cli._parser().parse_args(["show", run.run_id])
-    assert await cli._show(parsed) == 0
+    assert await inspecting.show(parsed) == 0
     text = out.getvalue()
     assert "metrics: 2 cycles · 40 tokens (20 in / 20 out)" in text
     assert "  tool echo: 1 call (1 ok, 0 failed)" in text

@@ -1,0 +1,73 @@
+"""`stalwart history export` and `replay`: record runs as files and replay them against the code here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, connecting
+
+if TYPE_CHECKING:
+    pass
+
+
+async def export(args: argparse.Namespace) -> int:
+    from stalwart.client.replay import export_run
+
+    if (args.run_id is None) == (args.query is None):
+        print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
+        return EXIT_USAGE
+    stalwart = await connecting.client(args)
+    # Each chain once: a query naming `ExecutionStatus` lists every run of a chain, and each names the whole chain.
+    ids = [args.run_id] if args.run_id else list(dict.fromkeys(r.run_id for r in await stalwart.list(args.query, 1000)))
+    for run_id in ids:
+        for path in await export_run(stalwart.temporal, run_id, args.output):
+            print(path)
+    return EXIT_OK
+
+
+async def replay(args: argparse.Namespace) -> int:
+    from stalwart.client.replay import replay_files, replay_live
+
+    if bool(args.paths) == bool(args.query):
+        either = "give history files or folders, or --query"
+        print(f"error: {either}, not both" if args.paths else f"error: {either}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.since and not args.query:
+        print("error: --since chooses among the runs of --query; history files are replayed whole", file=sys.stderr)
+        return EXIT_USAGE
+    if args.query:
+        query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
+        if args.since:
+            query += f" AND StartTime > '{_since(args.since)}'"
+        outcomes = await replay_live((await connecting.client(args)).temporal, query)
+    else:
+        outcomes = await replay_files(args.paths)
+    for outcome in outcomes:
+        verdict = "ok" if outcome.ok else "CANNOT READ" if outcome.unreadable else "DIVERGES"
+        print(f"{verdict}  {outcome.name} {outcome.run_id}")
+        if outcome.divergence or outcome.unreadable:
+            print(f"    {outcome.divergence or outcome.unreadable}")
+    diverged = sum(o.divergence is not None for o in outcomes)
+    unreadable = sum(o.unreadable is not None for o in outcomes)
+    failed = diverged + unreadable
+    print(
+        f"{len(outcomes) - failed} replayed, {diverged} diverged"
+        + (f", {unreadable} could not be read here" if unreadable else ""),
+        file=sys.stderr,
+    )
+    if not outcomes:
+        print("error: nothing to replay", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _since(text: str) -> str:
+    from datetime import UTC, datetime, timedelta
+
+    units = {"d": "days", "h": "hours", "m": "minutes"}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise SystemExit(f"error: --since takes a number and d, h or m, e.g. 7d; not {text!r}")
+    start = datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    return start.strftime("%Y-%m-%dT%H:%M:%SZ")

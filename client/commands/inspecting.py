@@ -1,0 +1,62 @@
+"""`stalwart show`, `runs` and `check`: read a run, list runs, validate an agent file. They start nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from stalwart.client import render
+from stalwart.client.commands import EXIT_OK, connecting
+
+if TYPE_CHECKING:
+    pass
+
+
+async def show(args: argparse.Namespace) -> int:
+    handle = await connecting.reader(args, args.run_id)
+    if args.events:
+        events = await handle.events()
+        if args.json:
+            print(json.dumps([e.model_dump(mode="json") for e in events], indent=2))
+        else:
+            render.print_events(events, sys.stdout)
+        return EXIT_OK
+    state = await handle.state()
+    if args.json:
+        print(state.model_dump_json(indent=2))
+    else:
+        render.print_state(args.run_id, state, handle.ui_url, sys.stdout)
+    return EXIT_OK
+
+
+async def list_runs(args: argparse.Namespace) -> int:
+    stalwart = await connecting.client(args)
+    render.print_runs(await stalwart.list(args.query, limit=args.limit), sys.stdout)
+    return EXIT_OK
+
+
+async def check(args: argparse.Namespace) -> int:
+    from stalwart.client.agent_files import check_agent
+
+    spec = check_agent(args.agent)
+    lines: list[str] = []
+    if spec.tools or spec.sub_agents or spec.mcp_servers:
+        from stalwart.client.agent_files import AgentFileError
+        from stalwart.client.tool_names import listed_tools
+        from stalwart.contracts.agent import unknown_tool_names
+
+        # The names the model will see, MCP tools listed from their servers and named by the clash rule.
+        listed = await listed_tools(spec)
+        lines = listed.lines
+        unknown = unknown_tool_names(spec, listed.names) if spec.mcp_servers and listed.names is not None else None
+        if unknown is not None:  # only now knowable: the MCP servers' tools are listed
+            raise AgentFileError(f"{args.agent}: {unknown}")
+    print(spec.model_dump_json(indent=2, exclude_defaults=True))
+    print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    if lines:
+        print("tools the model sees:", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,118 @@
+"""`stalwart run`: start a run and follow it to its answer; `cancel`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+from stalwart.client import render
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, approvals, connecting
+from stalwart.client.commands.inputs import parse_inputs, text_of
+
+if TYPE_CHECKING:
+    from stalwart.client.api import RunHandle
+
+
+async def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from stalwart.client.agent_files import load_agent
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts.model_choice import choose_model
+
+    if args.tools and not args.dev:
+        print(
+            "error: --tools loads tools into the embedded worker of --dev; the worker that runs this agent takes "
+            "them itself: `stalwart worker --tools MODULE`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    spec = load_agent(args.agent)
+    goal = await text_of(args, "goal")
+    inputs = parse_inputs(args.input)
+    async with connecting.temporal(args, embedded=args.dev) as (temporal, ui_url):
+        stalwart = StalwartClient(temporal, task_queue=args.task_queue, ui_url=ui_url)
+        if not args.dev:
+            await connecting.warn_without_workers(temporal, args.task_queue)
+        choice = choose_model(spec)
+        if args.dev and spec.model != choice.model:  # the embedded worker shares this environment's keys
+            spec = spec.model_copy(update={"model": choice.model})
+        handle = await stalwart.start(spec, goal, inputs=inputs)
+        progress = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the result's JSON alone
+        # Only the embedded worker shares this shell's keys; a remote worker decides with its own.
+        said = (
+            choice.reason if args.dev else f"guessed from this shell's environment, the worker decides: {choice.reason}"
+        )
+        print(f"run {handle.run_id} · agent {spec.name} · model {choice.model} ({said})", file=progress)
+        print(f"Temporal UI: {handle.ui_url}", file=progress, flush=True)
+        if args.no_follow:
+            print(handle.run_id)
+            return EXIT_OK
+        deciding = asyncio.create_task(
+            approvals.handle_approvals(handle, approve_all=args.approve_all, out=progress, ask=approvals.terminal())
+        )
+        return await _follow(
+            handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=deciding
+        )
+
+
+async def _follow(
+    handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]
+) -> int:
+    """Print the run as it goes, then its result; `approvals` (its approval handling) stops once the run has ended."""
+    import asyncio
+
+    try:
+        if not as_json:
+            await print_live(handle)
+        result = await handle.result()
+    finally:
+        approvals.cancel()
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        render.print_result(result, handle.ui_url, sys.stdout)
+    if keep:
+        print("\nThe dev server and its UI stay up; press Ctrl-C to stop.", file=sys.stderr)
+        await asyncio.Event().wait()
+    elif embedded:
+        print(
+            "(the embedded server stops with this command: add --keep to browse the run now, "
+            "or run `stalwart dev` later; the run is kept in its SQLite file)",
+            file=sys.stderr,
+        )
+    return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled") else EXIT_OK
+
+
+async def print_live(handle: RunHandle) -> None:
+    """Print each step as it finishes and the answer's words as the model writes them, in one readable stream."""
+    import asyncio
+
+    from stalwart.client.stream import AnswerDelta, Progress
+
+    line = render.LiveLine(sys.stdout)
+
+    async def steps() -> None:
+        async for step in handle.watch(poll_interval=0.1, progress=True):
+            if isinstance(step, Progress):
+                line.progress(step.block)
+            else:
+                line.step(step)
+
+    async def answer() -> None:
+        async for event in handle.stream():
+            if isinstance(event, AnswerDelta):
+                line.delta(event.step, event.text)
+            else:
+                line.retract(event.step)
+
+    await asyncio.gather(steps(), answer())
+    line.close()
+
+
+async def cancel(args: argparse.Namespace) -> int:
+    await (await connecting.client(args)).get(args.run_id).cancel()
+    print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
+    return EXIT_OK
