@@ -54,14 +54,12 @@ async def run(args: argparse.Namespace) -> int:
             approvals.handle_approvals(handle, approve_all=args.approve_all, out=progress, ask=approvals.terminal())
         )
         return await _follow(
-            handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, approvals=deciding
+            handle, as_json=args.json, keep=args.dev and args.keep, embedded=args.dev, deciding=deciding
         )
 
 
-async def _follow(
-    handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, approvals: asyncio.Task[None]
-) -> int:
-    """Print the run as it goes, then its result; `approvals` (its approval handling) stops once the run has ended."""
+async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, deciding: asyncio.Task[None]) -> int:
+    """Print the run as it goes, then its result; `deciding` (its approval handling) stops once the run has ended."""
     import asyncio
 
     try:
@@ -69,7 +67,7 @@ async def _follow(
             await print_live(handle)
         result = await handle.result()
     finally:
-        approvals.cancel()
+        deciding.cancel()
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
