@@ -119,6 +119,8 @@ class Keyring:
                     f"{KEY_FILE_VAR}={file!r} cannot be read ({err.strerror or err}): point it at a readable file "
                     "of ID:BASE64KEY lines"
                 ) from None
+            except UnicodeDecodeError:  # raw key bytes (`openssl rand 32 > file`) instead of base64 text
+                raise EncryptionKeyError(f"{KEY_FILE_VAR}={file!r} is not text (raw bytes?): {_FORMAT}") from None
             return cls.parse(text, source=f"{KEY_FILE_VAR} ({path})")
         if inline:
             return cls.parse(inline)

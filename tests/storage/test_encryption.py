@@ -248,3 +248,11 @@ async def test_with_encryption_no_prompt_tool_result_answer_or_goal_is_plain_tex
         assert text.encode() not in stored, f"the {what} is in plain text in storage"
     assert (secrets["goal"] + " padding").encode() not in stored
     assert b"binary/encrypted" in stored, "the goal was stored externally, sealed"
+
+
+def test_a_key_file_of_raw_bytes_says_to_write_base64_not_a_traceback(tmp_path: Path):
+    """`openssl rand 32 > keys` (raw bytes, not base64) is an easy slip; reading it as text must not crash."""
+    file = tmp_path / "keys"
+    file.write_bytes(b"\xff\xfe" + os.urandom(30))
+    with pytest.raises(EncryptionKeyError, match=r"is not text.*ID:BASE64KEY.*openssl rand -base64 32"):
+        Keyring.from_env({KEY_FILE_VAR: str(file)})
