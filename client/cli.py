@@ -99,6 +99,7 @@ def _explain(err: Exception) -> int | None:
     """An error a person can act on, said in one line on stderr; None for a bug (a traceback)."""
     from temporalio.service import RPCError, RPCStatusCode
 
+    from stalwart.activities.storage.config import StorageSettingError
     from stalwart.activities.storage.encryption import ENCODING as ENCRYPTED
     from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, EncryptionKeyError
     from stalwart.client.agent_files import AgentFileError
@@ -118,7 +119,7 @@ def _explain(err: Exception) -> int | None:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if (
-        isinstance(err, RunWithoutResult | ConnectionError | EncryptionKeyError)
+        isinstance(err, RunWithoutResult | ConnectionError | EncryptionKeyError | StorageSettingError)
         or (api and isinstance(err, api.SessionClosed))
         or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
     ):

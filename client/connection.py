@@ -95,6 +95,9 @@ async def connect(
     metrics there. When the process traces (`OTEL_EXPORTER_OTLP_ENDPOINT`), the client carries the current
     trace context into the runs it starts, so a run's spans join the caller's trace.
     """
+    # Made first, outside the connect call's error handling: a bad STALWART_* key or storage setting names its
+    # variable, not the Temporal address.
+    converter = stalwart_converter()
     if from_config:
         settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
     else:
@@ -109,7 +112,7 @@ async def connect(
     from temporalio.client import Client
 
     try:
-        return await Client.connect(**settings, data_converter=stalwart_converter())
+        return await Client.connect(**settings, data_converter=converter)
     except (RuntimeError, ValueError) as err:
         raise _unreachable(settings, err) from err
 

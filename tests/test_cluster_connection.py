@@ -336,3 +336,24 @@ async def test_the_cli_and_a_worker_run_an_agent_over_mtls_with_a_profile(
     finally:
         worker.terminate()
         await asyncio.to_thread(worker.wait)  # the proxy runs in this loop: the worker's last calls go through it
+
+
+@pytest.mark.parametrize("command", [["runs"], ["show", "some-run"]])
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("STALWART_ENCRYPTION_KEYS", "k1:not base64!", "STALWART_ENCRYPTION_KEYS: the key of 'k1' is not base64"),
+        ("STALWART_STORAGE", "ftp://x", "STALWART_STORAGE='ftp://x' is not a storage location"),
+    ],
+)
+def test_a_bad_key_or_storage_setting_is_named_not_blamed_on_the_temporal_address(
+    variable: str, value: str, said: str, command: list[str]
+):
+    """The converter is made from STALWART_* settings before connecting; its error is not an address error."""
+    env = {**os.environ, **CLEAN, "TEMPORAL_ADDRESS": "localhost:1", variable: value}
+    env.pop("STALWART_ENCRYPTION_KEY_FILE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", *command], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert said in done.stderr and "Temporal address" not in done.stderr, done.stderr

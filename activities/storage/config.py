@@ -125,13 +125,17 @@ class StorageConfig:
         parts = urlsplit(location)
         if kind == "file" and location[len("file:") :].startswith("//"):
             if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-                raise ValueError(f"{STORAGE_VAR}={location!r} is not an absolute file URL: write file:///absolute/path")
+                raise StorageSettingError(
+                    f"{STORAGE_VAR}={location!r} is not an absolute file URL: write file:///absolute/path"
+                )
             return cls(local_root=_resolved(Path(unquote(parts.path))), threshold_bytes=threshold)
         if kind == "s3" and location[len("s3:") :].startswith("//"):
             if not parts.netloc:
-                raise ValueError(f"{STORAGE_VAR}={location!r} names no bucket: write s3://bucket[/prefix]")
+                raise StorageSettingError(f"{STORAGE_VAR}={location!r} names no bucket: write s3://bucket[/prefix]")
             if parts.query or parts.fragment:
-                raise ValueError(f"{STORAGE_VAR}={location!r} has a query or fragment: write s3://bucket[/prefix]")
+                raise StorageSettingError(
+                    f"{STORAGE_VAR}={location!r} has a query or fragment: write s3://bucket[/prefix]"
+                )
             return cls(
                 s3_bucket=parts.netloc,
                 s3_prefix=unquote(parts.path).strip("/"),
@@ -139,7 +143,14 @@ class StorageConfig:
                 s3_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
                 threshold_bytes=threshold,
             )
-        raise ValueError(f"{STORAGE_VAR}={location!r} is not a storage location Stalwart can use. {_ACCEPTED_FORMS}.")
+        raise StorageSettingError(
+            f"{STORAGE_VAR}={location!r} is not a storage location Stalwart can use. {_ACCEPTED_FORMS}."
+        )
+
+
+class StorageSettingError(ValueError):
+    """A `STALWART_STORAGE*` or `STALWART_S3_ENDPOINT_URL` value that cannot be used; the message names the variable
+    and the forms it takes, so the CLI says it in one line."""
 
 
 def default_local_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -188,7 +199,7 @@ def _threshold(raw: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise ValueError(
+        raise StorageSettingError(
             f"{THRESHOLD_VAR}={raw!r} is not a byte count: set a whole number of bytes, "
             f"e.g. {DEFAULT_THRESHOLD_BYTES} (the default), or 0 to store every payload"
         )
@@ -201,7 +212,7 @@ def _endpoint(raw: str) -> str | None:
         return None
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{ENDPOINT_VAR}={raw!r} is not an HTTP URL: write e.g. http://localhost:9000")
+        raise StorageSettingError(f"{ENDPOINT_VAR}={raw!r} is not an HTTP URL: write e.g. http://localhost:9000")
     return raw
 
 

@@ -22,11 +22,12 @@ async def reader(args: argparse.Namespace, run_id: str) -> RunReader:
     from stalwart.client.connection import connect_service, ui_base
     from stalwart.client.reader import RunReader
 
+    converter = stalwart_converter()  # first: a bad key or storage setting is said before any connecting
     service, namespace = await connect_service(
         args.address, args.namespace, profile=args.profile, config_file=args.config_file
     )
     address = service.config.target_host
-    return RunReader(service.workflow_service, namespace, stalwart_converter(), run_id, ui_base(address))
+    return RunReader(service.workflow_service, namespace, converter, run_id, ui_base(address))
 
 
 async def client(args: argparse.Namespace) -> StalwartClient:
