@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -228,14 +229,38 @@ _runtimes: dict[str, Runtime] = {}
 
 def metrics_address(port: int | str) -> str:
     """`9464` serves on every interface (as Prometheus exporters do, so a scraper in another container reaches
-    it); `127.0.0.1:9464` on one."""
+    it); `127.0.0.1:9464` (or `localhost:9464`, `[::1]:9464`) on one.
+
+    Checked here because the SDK's exporter says only "invalid socket address syntax" for a port out of range
+    or a host name, and would serve port 0 on a port nobody is told of.
+    """
     text = str(port).strip()
-    if text.isdigit():
-        return f"0.0.0.0:{int(text)}"
-    host, _, number = text.rpartition(":")
-    if not host or not number.isdigit():
-        raise ValueError(f"metrics port {text!r} is neither a port (9464) nor HOST:PORT (127.0.0.1:9464)")
-    return text
+    usage = (
+        f"metrics port {text!r} is neither a port (9464) nor HOST:PORT (127.0.0.1:9464): "
+        "fix --metrics-port or STALWART_METRICS_PORT"
+    )
+    host, colon, number = text.rpartition(":")
+    if not number.isdigit() or (colon and not host):
+        raise ValueError(usage)
+    if not 1 <= int(number) <= 65535:
+        raise ValueError(
+            f"metrics port {int(number)} is not a port number: give one from 1 to 65535 "
+            "(--metrics-port or STALWART_METRICS_PORT)"
+        )
+    if not colon:
+        return f"0.0.0.0:{int(number)}"
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    except ValueError:
+        raise ValueError(
+            f"metrics host {host!r} is not an IP address: bind one interface by its address (127.0.0.1:{number}, "
+            f"[::1]:{number}), or give the port alone to serve on every interface"
+        ) from None
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{int(number)}"
 
 
 def metrics_runtime(port: int | str) -> Runtime:

@@ -179,3 +179,36 @@ async def test_the_plugin_given_to_client_connect_serves_metrics(dev_env, wire):
 async def test_metrics_on_a_client_connected_without_them_say_how_to_connect(dev_env):
     with pytest.raises(ValueError, match=r"connect\(metrics_port=\.\.\.\)"):
         build_worker(dev_env.client, task_queue="unused", metrics_port=f"127.0.0.1:{free_port()}")
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("99999", "99999 is not a port number: give one from 1 to 65535"),
+        ("0", "0 is not a port number: give one from 1 to 65535"),
+        ("nohost.invalid:9464", "'nohost.invalid' is not an IP address"),
+    ],
+)
+def test_a_metrics_port_that_cannot_be_one_is_said_so_not_called_a_port_in_use(given: str, said: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TEMPORAL_ADDRESS": "localhost:1", "HOME": "/nonexistent"}
+    done = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", "worker", "--metrics-port", given],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "another process" not in done.stderr, done.stderr
+
+
+def test_localhost_serves_metrics_on_the_loopback_address():
+    """`--metrics-port localhost:9464` is what people type; the SDK's exporter takes IP addresses only."""
+    port = free_port()
+    assert telemetry.metrics_address(f"localhost:{port}") == f"127.0.0.1:{port}"
+    assert telemetry.metrics_address(f"[::1]:{port}") == f"[::1]:{port}"
+    assert telemetry.metrics_address(str(port)) == f"0.0.0.0:{port}"
