@@ -30,6 +30,7 @@ from stalwart.activities.storage.config import StorageConfig, object_client
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, encryption_codec, is_encrypted
 from stalwart.client.chain import chain_histories
+from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workflows import AgentWorkflow
 from stalwart.workflows.failures import innermost_message
 
@@ -147,6 +148,13 @@ def read_history(path: Path) -> WorkflowHistory:
     if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
         # The replayer waits forever on a history that does not start a workflow.
         raise HistoryFileError(f"{path}: not a workflow history: its first event does not start a workflow run; {fix}")
+    workflow_type = history.events[0].workflow_execution_started_event_attributes.workflow_type.name
+    if workflow_type != WORKFLOW_TYPE:
+        # The replayer has no class for it: a run that had only started replayed `ok`, a longer one "diverged".
+        raise HistoryFileError(
+            f"{path}: a history of workflow type {workflow_type!r}, not a Stalwart run ({WORKFLOW_TYPE}): replay "
+            f"checks Stalwart's runs only; leave it out, or replay it with its own workflow's Replayer"
+        )
     return history
 
 

@@ -1,0 +1,44 @@
+"""What `stalwart replay`, `stalwart history export` and `stalwart.testing` say when given something they cannot
+check: one line naming the fix, and never an `ok` for a history they did not replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stalwart.client.cli import EXIT_USAGE, main
+from stalwart.testing import replay_histories
+
+RECORDED = Path(__file__).parent / "fixtures" / "histories" / "calculator_run.json"
+
+
+def _history_of_type(folder: Path, workflow_type: str, events: int | None = None) -> Path:
+    """The recorded calculator run (its first `events`), as if another workflow type had made it."""
+    record = json.loads(RECORDED.read_text())
+    record["events"] = record["events"][:events]
+    record["events"][0]["workflowExecutionStartedEventAttributes"]["workflowType"]["name"] = workflow_type
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "other-run.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.mark.parametrize("events", [2, None], ids=["just-started", "whole"])
+def test_a_history_of_another_workflow_type_is_refused_not_replayed(tmp_path, capsys, events):
+    """The replayer reported a just-started such run `ok` (exit 0), and a whole one as diverging from the code here
+    (exit 1), each after the SDK's traceback of a workflow class it does not know."""
+    path = _history_of_type(tmp_path / "histories", "OrderWorkflow", events)
+    assert main(["replay", str(tmp_path / "histories")]) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert "ok " not in out
+    assert err.startswith(f"error: {path}: ") and "OrderWorkflow" in err and "AgentWorkflow" in err, err
+    assert "Traceback" not in err
+
+
+async def test_replay_histories_fails_on_a_history_of_another_workflow_type(tmp_path):
+    """It passed on a just-started one: the test meant to guard a deploy checked nothing."""
+    _history_of_type(tmp_path, "OrderWorkflow", events=2)
+    with pytest.raises(ValueError, match="OrderWorkflow"):
+        await replay_histories(tmp_path)
