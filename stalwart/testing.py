@@ -91,7 +91,11 @@ async def replay_histories(path: str | Path) -> list[ReplayOutcome]:
         raise AssertionError(f"no history files under {path}: record some with `stalwart history export RUN_ID`")
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        details = "\n".join(f"{o.name}: {o.divergence}" for o in failed)
+        # A history unreadable here (no key, no stored payloads) says so, not that the code diverged.
+        details = "\n".join(
+            f"{o.name}: diverges: {o.divergence}" if o.divergence else f"{o.name}: cannot be read here: {o.unreadable}"
+            for o in failed
+        )
         raise AssertionError(f"{len(failed)} of {len(outcomes)} recorded runs no longer replay:\n{details}")
     return outcomes
 

@@ -3,11 +3,13 @@ check: one line naming the fix, and never an `ok` for a history they did not rep
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
 
+from stalwart.activities.storage.encryption import ENCODING, KEY_FILE_VAR, KEYS_VAR
 from stalwart.client.cli import EXIT_USAGE, main
 from stalwart.testing import replay_histories
 
@@ -42,3 +44,16 @@ async def test_replay_histories_fails_on_a_history_of_another_workflow_type(tmp_
     _history_of_type(tmp_path, "OrderWorkflow", events=2)
     with pytest.raises(ValueError, match="OrderWorkflow"):
         await replay_histories(tmp_path)
+
+
+async def test_replay_histories_says_why_a_history_cannot_be_read_here(tmp_path, monkeypatch):
+    """A history it could not read (encrypted, no key here) failed the test with `run.json: None`."""
+    monkeypatch.delenv(KEYS_VAR, raising=False)
+    monkeypatch.delenv(KEY_FILE_VAR, raising=False)
+    record = json.loads(RECORDED.read_text())
+    started = record["events"][0]["workflowExecutionStartedEventAttributes"]
+    started["input"]["payloads"][0]["metadata"]["encoding"] = base64.b64encode(ENCODING).decode()
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    with pytest.raises(AssertionError) as failed:
+        await replay_histories(tmp_path)
+    assert "None" not in str(failed.value) and KEYS_VAR in str(failed.value), failed.value
