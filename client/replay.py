@@ -57,9 +57,10 @@ def history_file_name(workflow_id: str, index: int) -> str:
 
 
 async def export_run(
-    client: Client, workflow_id: str, out_dir: Path, storage: StorageConfig | None = None
+    client: Client, workflow_id: str, out_dir: str | Path, storage: StorageConfig | None = None
 ) -> list[Path]:
     """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name."""
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     histories = await chain_histories(client, workflow_id)
     objects = object_client(storage or StorageConfig.from_env())

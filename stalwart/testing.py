@@ -20,13 +20,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.client.api import StalwartClient
-from stalwart.client.replay import ReplayOutcome, export_run, replay_files
+from stalwart.client.replay import ReplayOutcome, replay_files
+from stalwart.client.replay import export_run as _export_run
 from stalwart.contracts.agent import ScriptedReply, ScriptedToolCall
 from stalwart.workers.dev_server import find_executable
 from stalwart.workers.plugin import StalwartPlugin
@@ -82,6 +84,13 @@ def reply(text: str = "", *calls: ScriptedToolCall, input_tokens: int = 10, outp
 def call(name: str, **arguments: Any) -> ScriptedToolCall:
     """A tool call (or a delegation, by the sub-agent's name with a `task`) for a scripted reply."""
     return ScriptedToolCall(name=name, arguments=arguments)
+
+
+async def export_run(client: StalwartClient | Client, run_id: str, folder: str | Path) -> list[Path]:
+    """Write a run's history (every run of its continue-as-new chain, with the stored payloads it names) as files
+    in `folder`, to replay with `replay_histories`; `client` is `env.client` or a Temporal client."""
+    temporal = client.temporal if isinstance(client, StalwartClient) else client
+    return await _export_run(temporal, run_id, folder)
 
 
 async def replay_histories(path: str | Path) -> list[ReplayOutcome]:

@@ -30,3 +30,20 @@ def test_the_documented_example_test_passes_as_a_users_own_test_file(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+async def test_export_run_takes_the_environments_client_and_a_folder_named_as_text(tmp_path, monkeypatch):
+    """docs/testing.md names it `export_run(client, run_id, folder)`: with `env.client` or a folder given as a
+    string it failed with AttributeError ('StalwartClient' has no 'get_workflow_handle', 'str' has no 'mkdir')."""
+    from stalwart import AgentSpec
+    from stalwart.testing import export_run, replay_histories, reply, stalwart_test_environment
+
+    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "storage"))
+    agent = AgentSpec(name="hello", scripted=[reply("Hi.")])
+    async with stalwart_test_environment() as env:
+        handle = await env.client.start(agent, "say hi")
+        await handle.result()
+        written = await export_run(env.client, handle.run_id, str(tmp_path / "histories"))
+    assert [path.parent for path in written] == [tmp_path / "histories"]
+    [outcome] = await replay_histories(str(tmp_path / "histories"))
+    assert outcome.ok
