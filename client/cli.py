@@ -572,7 +572,7 @@ def _versioning_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--versioning-behavior",
         choices=["pinned", "auto-upgrade"],
-        default=os.environ.get("STALWART_VERSIONING_BEHAVIOR") or "pinned",
+        default=os.environ.get("STALWART_VERSIONING_BEHAVIOR") or None,  # None: pinned, on a versioned worker
         help="pinned: a run ends on the version it started on; auto-upgrade: it moves to the current version at "
         "its next step (new code must replay it). Sessions move at their next rest either way (default: pinned)",
     )

@@ -57,3 +57,32 @@ async def test_replay_histories_says_why_a_history_cannot_be_read_here(tmp_path,
     with pytest.raises(AssertionError) as failed:
         await replay_histories(tmp_path)
     assert "None" not in str(failed.value) and KEYS_VAR in str(failed.value), failed.value
+
+
+def test_a_since_that_is_not_a_duration_is_a_usage_error(capsys):
+    """It left through SystemExit with status 1, the status of a run that failed, not of a command line."""
+    assert main(["replay", "--query", 'ExecutionStatus="Running"', "--since", "7x", "--address", "127.0.0.1:1"]) == (
+        EXIT_USAGE
+    )
+    assert capsys.readouterr().err.startswith("error: --since takes a number and d, h or m")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--build-id", "7"], "--build-id needs --deployment-name too"),
+        (["--deployment-name", "shop"], "--deployment-name needs --build-id too"),
+        (["--set-current"], "--set-current needs --deployment-name and --build-id"),
+        (["--deployment-name", "a.b", "--build-id", "7"], "contain no '.'"),
+        (["--versioning-behavior", "auto-upgrade"], "--versioning-behavior needs --deployment-name and --build-id"),
+    ],
+    ids=["build-id-alone", "name-alone", "set-current-unversioned", "dotted-name", "behaviour-unversioned"],
+)
+def test_worker_versioning_options_that_cannot_work_are_usage_errors(capsys, monkeypatch, options, said):
+    """Each left with status 1 and no `error:`; a versioning behaviour without a version was ignored: the worker
+    ran unversioned, so a person who asked for auto-upgrade got neither behaviour."""
+    for name in ("STALWART_DEPLOYMENT_NAME", "STALWART_BUILD_ID", "STALWART_VERSIONING_BEHAVIOR"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["worker", "--address", "127.0.0.1:1", *options]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and said in err, err

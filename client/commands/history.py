@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, UsageError, connecting
 
 if TYPE_CHECKING:
     pass
@@ -68,6 +68,6 @@ def _since(text: str) -> str:
 
     units = {"d": "days", "h": "hours", "m": "minutes"}
     if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
-        raise SystemExit(f"error: --since takes a number and d, h or m, e.g. 7d; not {text!r}")
+        raise UsageError(f"--since takes a number and d, h or m, e.g. 7d; not {text!r}")
     start = datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
     return start.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from stalwart.client.commands import EXIT_OK, EXIT_USAGE, TASK_QUEUE, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_USAGE, TASK_QUEUE, UsageError, connecting
 
 if TYPE_CHECKING:
     pass
@@ -80,22 +80,30 @@ async def worker(args: argparse.Namespace) -> int:
 
 
 def _deployment_options(args: argparse.Namespace) -> dict[str, Any]:
-    """`build_worker`'s `deployment_config` from --deployment-name/--build-id, or nothing for an unversioned worker."""
+    """`build_worker`'s `deployment_config` from --deployment-name/--build-id, or nothing for an unversioned worker.
+
+    An option that needs a version, given to an unversioned worker, is refused: ignored, the worker would run
+    without the behaviour the person asked for."""
     if not args.deployment_name and not args.build_id:
-        if args.set_current:
-            raise SystemExit("--set-current needs --deployment-name and --build-id (this worker is not versioned)")
+        for option, given in (("--set-current", args.set_current), ("--versioning-behavior", args.versioning_behavior)):
+            if given:
+                raise UsageError(
+                    f"{option} needs --deployment-name and --build-id (or STALWART_DEPLOYMENT_NAME and "
+                    "STALWART_BUILD_ID): this worker is not versioned"
+                )
         return {}
     if not args.deployment_name or not args.build_id:
         given, missing = ("--build-id", "--deployment-name") if args.build_id else ("--deployment-name", "--build-id")
-        raise SystemExit(f"{given} needs {missing} too: a worker's version is its deployment name and its build id")
+        raise UsageError(f"{given} needs {missing} too: a worker's version is its deployment name and its build id")
     from stalwart.workers.versioning import deployment_config
 
+    behaviour = args.versioning_behavior = args.versioning_behavior or "pinned"
     try:
         config = deployment_config(args.deployment_name, args.build_id, args.versioning_behavior)
-    except ValueError as err:
-        raise SystemExit(str(err)) from err
+    except ValueError as err:  # a name with a dot, or STALWART_VERSIONING_BEHAVIOR (argparse checks only the option)
+        raise UsageError(str(err)) from err
     print(
-        f"worker version {args.deployment_name}.{args.build_id} ({args.versioning_behavior}); new runs start on it "
+        f"worker version {args.deployment_name}.{args.build_id} ({behaviour}); new runs start on it "
         f"once it is current: temporal worker deployment set-current-version --deployment-name {args.deployment_name} "
         f"--build-id {args.build_id}",
         file=sys.stderr,
