@@ -146,6 +146,16 @@ def _explain(err: Exception) -> int | None:
         )
         return EXIT_RUN_FAILED
     if isinstance(err, RPCError):
+        if err.status == RPCStatusCode.INVALID_ARGUMENT and err.message.lower().startswith("invalid query"):
+            # Only --query reaches the server unchecked: the person's mistake (exit 2), not a failed run or, for
+            # `replay`, a divergence. A position counts in the query the server received, which adds Stalwart's
+            # conditions before the person's.
+            print(
+                f"error: --query is not a visibility query Temporal accepts: {err.message} (a position counts from "
+                "Stalwart's own conditions, put before yours); the syntax: https://docs.temporal.io/list-filter",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         if err.status == RPCStatusCode.NOT_FOUND:
             said = err.message.rstrip(".")
             hint = (

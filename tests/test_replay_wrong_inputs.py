@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_cli import stalwart
 
 from stalwart.activities.storage.encryption import ENCODING, KEY_FILE_VAR, KEYS_VAR
-from stalwart.client.cli import EXIT_USAGE, main
+from stalwart.client.cli import EXIT_RUN_FAILED, EXIT_USAGE, main
 from stalwart.testing import replay_histories
 
 RECORDED = Path(__file__).parent / "fixtures" / "histories" / "calculator_run.json"
@@ -86,3 +87,29 @@ def test_worker_versioning_options_that_cannot_work_are_usage_errors(capsys, mon
     assert main(["worker", "--address", "127.0.0.1:1", *options]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("error: ") and said in err, err
+
+
+@pytest.mark.slow
+async def test_export_of_a_query_that_matches_no_run_says_so(dev_env, tmp_path):
+    """It printed nothing and exited 0: a CI job that records fixtures by a query thought it had recorded them."""
+    exported = stalwart(
+        "history", "export", "--query", 'AgentName="no-such-agent"', "-o", str(tmp_path), address=dev_env.address
+    )
+    assert exported.returncode == EXIT_RUN_FAILED, exported.stdout + exported.stderr
+    assert exported.stderr.startswith("error: no run matches --query") and "stalwart runs" in exported.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [["replay", "--query"], ["history", "export", "--query"], ["runs", "--query"]],
+    ids=["replay", "export", "runs"],
+)
+async def test_a_query_the_server_refuses_is_a_usage_error_not_a_failed_run(dev_env, argv):
+    """It exited 1, which for `replay` is the pre-deploy gate's 'the new code diverges'."""
+    for query in ("AgentStatus=", 'NoSuchAttribute="x"'):
+        refused = stalwart(*argv, query, address=dev_env.address)
+        assert refused.returncode == EXIT_USAGE, refused.stderr
+        assert refused.stderr.startswith("error: --query is not a visibility query Temporal accepts: "), refused.stderr
+        assert "list-filter" in refused.stderr and "Traceback" not in refused.stderr

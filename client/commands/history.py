@@ -21,6 +21,13 @@ async def export(args: argparse.Namespace) -> int:
     stalwart = await connecting.client(args)
     # Each chain once: a query naming `ExecutionStatus` lists every run of a chain, and each names the whole chain.
     ids = [args.run_id] if args.run_id else list(dict.fromkeys(r.run_id for r in await stalwart.list(args.query, 1000)))
+    if not ids:  # nothing written is no success: a CI job that records fixtures so would go on without them
+        print(
+            f"error: no run matches --query {args.query!r}: nothing exported; `stalwart runs --query` shows what a "
+            "query matches",
+            file=sys.stderr,
+        )
+        return EXIT_RUN_FAILED
     for run_id in ids:
         for path in await export_run(stalwart.temporal, run_id, args.output):
             print(path)
