@@ -124,8 +124,8 @@ class HistoryFileError(ValueError):
 
 
 def read_history(path: Path) -> WorkflowHistory:
-    """A history file as `export_run` writes it, or as `temporal workflow show -o json` does (then its
-    file name is taken for the workflow id)."""
+    """A history file as `export_run` writes it, or as `temporal workflow show -o json` does (then the workflow
+    id is its started event's, else the file name's: sub-agents' ids derive from it, so replay needs the real one)."""
     fix = "give a file written by `stalwart history export` or `temporal workflow show -o json`"
     try:
         record = json.loads(path.read_bytes().decode("utf-8"))
@@ -149,7 +149,10 @@ def read_history(path: Path) -> WorkflowHistory:
     if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
         # The replayer waits forever on a history that does not start a workflow.
         raise HistoryFileError(f"{path}: not a workflow history: its first event does not start a workflow run; {fix}")
-    workflow_type = history.events[0].workflow_execution_started_event_attributes.workflow_type.name
+    started = history.events[0].workflow_execution_started_event_attributes
+    if not (isinstance(record, dict) and "workflowId" in record) and started.workflow_id:
+        history = WorkflowHistory(started.workflow_id, history.events)
+    workflow_type = started.workflow_type.name
     if workflow_type != WORKFLOW_TYPE:
         # The replayer has no class for it: a run that had only started replayed `ok`, a longer one "diverged".
         raise HistoryFileError(

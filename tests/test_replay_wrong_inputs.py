@@ -11,7 +11,7 @@ import pytest
 from test_cli import stalwart
 
 from stalwart.activities.storage.encryption import ENCODING, KEY_FILE_VAR, KEYS_VAR
-from stalwart.client.cli import EXIT_RUN_FAILED, EXIT_USAGE, main
+from stalwart.client.cli import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, main
 from stalwart.testing import replay_histories
 
 RECORDED = Path(__file__).parent / "fixtures" / "histories" / "calculator_run.json"
@@ -113,3 +113,13 @@ async def test_a_query_the_server_refuses_is_a_usage_error_not_a_failed_run(dev_
         assert refused.returncode == EXIT_USAGE, refused.stderr
         assert refused.stderr.startswith("error: --query is not a visibility query Temporal accepts: "), refused.stderr
         assert "list-filter" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_history_saved_by_the_temporal_cli_under_any_name_replays_a_run_with_a_sub_agent(tmp_path, capsys):
+    """`temporal workflow show -o json > history.json`, which replay's own errors suggest, has no workflow id beside
+    its events; replay took the file name for it, and a sub-agent's id, made from it, "diverged": exit 1, blaming
+    the code. The started event names the workflow id itself."""
+    [fixture] = (RECORDED.parent / "capabilities" / "sub_agent").glob("*.json")
+    (tmp_path / "history.json").write_text(json.dumps(json.loads(fixture.read_text())["history"]))
+    assert main(["replay", str(tmp_path / "history.json")]) == EXIT_OK, capsys.readouterr()
+    assert capsys.readouterr().out.startswith("ok  history.json ")
