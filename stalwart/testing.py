@@ -110,12 +110,14 @@ async def replay_histories(path: str | Path) -> list[ReplayOutcome]:
 
 
 try:
-    import pytest
-except ImportError:  # pragma: no cover - the fixture needs pytest, the rest does not
+    # pytest-asyncio's own decorator: a plain pytest fixture of an async generator is set up in its `auto` mode
+    # only, and its default, `strict`, fails every test that asks for it.
+    from pytest_asyncio import fixture as _async_fixture
+except ImportError:  # pragma: no cover - the fixture needs pytest-asyncio (the testing extra), the rest does not
     pass
 else:
 
-    @pytest.fixture
+    @_async_fixture
     async def stalwart_env() -> AsyncIterator[StalwartTestEnvironment]:
         """A time-skipping server and a worker with the built-in tools, for one test."""
         async with stalwart_test_environment() as env:

@@ -47,3 +47,28 @@ async def test_export_run_takes_the_environments_client_and_a_folder_named_as_te
     assert [path.parent for path in written] == [tmp_path / "histories"]
     [outcome] = await replay_histories(str(tmp_path / "histories"))
     assert outcome.ok
+
+
+@pytest.mark.slow
+def test_the_stalwart_env_fixture_works_in_pytest_asyncios_default_strict_mode(tmp_path):
+    """pytest-asyncio's default mode is strict: there the fixture, a plain pytest fixture of an async generator,
+    failed every test that asked for it ('requested an async fixture ... with no plugin or hook that handled it')."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["stalwart.testing"]\n')
+    (tmp_path / "test_strict.py").write_text(
+        "import pytest\n"
+        "from stalwart import AgentSpec\n"
+        "from stalwart.testing import reply\n\n\n"
+        "@pytest.mark.asyncio\n"
+        "async def test_hello(stalwart_env):\n"
+        '    agent = AgentSpec(name="hello", scripted=[reply("Hi.")])\n'
+        '    assert (await stalwart_env.client.run(agent, "say hi")).answer == "Hi."\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict", "test_strict.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STALWART_STORAGE": str(tmp_path / "storage")},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
