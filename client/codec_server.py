@@ -20,6 +20,7 @@ from argparse import Namespace
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf import json_format
 from starlette.applications import Starlette
@@ -159,29 +160,71 @@ def service_from_env(origins: Sequence[str] | None = None) -> CodecService:
         origins = configured or DEFAULT_ORIGINS
     return CodecService(
         codec=EncryptionCodec(keyring),
-        origins=[o.rstrip("/") for o in origins],
+        origins=[checked_origin(o) for o in origins],
         token=os.environ.get(TOKEN_VAR) or None,
         drivers={DRIVER_NAME: storage_driver(StorageConfig.from_env())},
     )
+
+
+def checked_origin(origin: str) -> str:
+    """`origin` as a browser sends it in its Origin header (`scheme://host[:port]`, no path), or a `UsageError`.
+
+    Origins are compared as strings: one written otherwise (`localhost:8080`, `*`, a URL with a path) would
+    match no browser, and the UI would be refused every request with nothing said at the start.
+    """
+    from urllib.parse import urlsplit
+
+    from stalwart.client.commands import UsageError
+
+    text = origin.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.fragment:
+        hint = " (any origin would let every web page read your payloads)" if text == "*" else ""
+        raise UsageError(
+            f"{origin!r} is not an origin: write it as the browser sends it, scheme://host[:port] with no path, "
+            f"e.g. http://localhost:8080 (--origin or {ORIGINS_VAR}){hint}"
+        )
+    return text
+
+
+def _listening(host: str, port: int, flag: str) -> Any:
+    """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before serving)."""
+    import socket
+
+    from stalwart.client.commands import UsageError
+
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{port} is not a port number: give one from 1 to 65535 ({flag})")
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as err:
+        raise UsageError(
+            f"the codec server cannot listen on {host}:{port} ({err.strerror or err}): check --host"
+        ) from None
+    listener = socket.socket(family)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as err:
+        listener.close()
+        raise UsageError(
+            f"the codec server cannot listen on {host}:{port} ({err.strerror or err}): choose another {flag}"
+        ) from None
+    return listener
 
 
 @asynccontextmanager
 async def running(service: CodecService, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> AsyncIterator[str]:
     """The codec server serving in this event loop until the block ends; yields its URL."""
     import asyncio
-    import socket
 
     import uvicorn
 
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-    except OSError as err:
-        listener.close()
-        raise SystemExit(
-            f"error: the codec server cannot listen on {host}:{port} ({err.strerror}): choose another --codec-port"
-        ) from None
+    listener = _listening(host, port, "--codec-port")
     server = uvicorn.Server(uvicorn.Config(codec_app(service), log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[listener]))
     while not server.started:
@@ -200,13 +243,14 @@ async def serve(args: Namespace) -> int:
     import uvicorn
 
     service = service_from_env(args.origin or None)
+    listener = _listening(args.host, args.port, "--port")  # a port in use is said before claiming to serve
     print(
         f"codec server on http://{args.host}:{args.port} for {', '.join(service.origins)}"
         f"{' (bearer token required)' if service.token else ''}; encrypting with key {service_key_id(service)!r}",
         file=sys.stderr,
     )
-    config = uvicorn.Config(codec_app(service), host=args.host, port=args.port, log_level="warning", lifespan="off")
-    await uvicorn.Server(config).serve()
+    config = uvicorn.Config(codec_app(service), log_level="warning", lifespan="off")
+    await uvicorn.Server(config).serve(sockets=[listener])
     return 0
 
 

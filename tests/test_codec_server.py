@@ -163,3 +163,49 @@ async def test_stalwart_dev_with_keys_points_its_web_ui_at_a_codec_server_it_run
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--port", "99999"], "99999 is not a port number: give one from 1 to 65535"),
+        (["--port", "{busy}"], "cannot listen on 127.0.0.1:{busy} (Address already in use): choose another --port"),
+        (["--host", "nohost.invalid"], "cannot listen on nohost.invalid:"),
+        (["--origin", "*"], "'*' is not an origin"),
+        (["--origin", "localhost:8080"], "'localhost:8080' is not an origin: write it as the browser sends it"),
+        (["--origin", "http://localhost:8080/ui"], "'http://localhost:8080/ui' is not an origin"),
+    ],
+)
+def test_a_port_host_or_origin_the_codec_server_cannot_use_is_one_error_line_before_it_claims_to_serve(
+    arguments: list[str], said: str
+):
+    """Every browser request would be refused by an origin no browser sends; a port in use or out of range was a
+    traceback, or a 'codec server on ...' line followed by uvicorn's own error."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        number = str(busy.getsockname()[1])
+        arguments = [a.replace("{busy}", number) for a in arguments]
+        if "--port" not in arguments:
+            arguments += ["--port", str(free_port())]
+        env = {**os.environ, KEYS_VAR: f"k1:{base64.b64encode(os.urandom(32)).decode()}"}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "stalwart.client.cli", "codec-server", *arguments],
+            env=env,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stderr is not None
+        said_lines = []
+        for line in process.stderr:
+            said_lines.append(line)
+            if "codec server on" in line:  # it serves (and would until stopped): stop it, the test has failed
+                process.terminate()
+        stderr = "".join(said_lines)
+        code = process.wait()
+    assert code == 2, stderr
+    assert said.replace("{busy}", number) in stderr, stderr
+    assert "Traceback" not in stderr and "codec server on" not in stderr, stderr
