@@ -104,6 +104,7 @@ def _explain(err: Exception) -> int | None:
     from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, EncryptionKeyError
     from stalwart.client.agent_files import AgentFileError
     from stalwart.client.reader import RunWithoutResult
+    from stalwart.contracts.tracing import TracingSettingError
 
     if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
         return EXIT_OK
@@ -119,9 +120,11 @@ def _explain(err: Exception) -> int | None:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if (
-        isinstance(err, RunWithoutResult | ConnectionError | EncryptionKeyError | StorageSettingError)
+        isinstance(err, RunWithoutResult | ConnectionError)
+        or isinstance(err, EncryptionKeyError | StorageSettingError | TracingSettingError)  # a STALWART_/OTEL_ setting
         or (api and isinstance(err, api.SessionClosed))
         or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
+        or (replay and isinstance(err, replay.NotAStalwartRun))
     ):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED

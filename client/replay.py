@@ -51,6 +51,10 @@ class ReplayOutcome:
     unreadable: str | None = None
 
 
+class NotAStalwartRun(LookupError):
+    """A run id given to export that names a workflow of another type: the message says how to find agent runs."""
+
+
 def history_file_name(workflow_id: str, index: int) -> str:
     """`{workflow id}.{nnn}.json`, one per run of the chain; slashes (sub-agent ids) become `__`."""
     return f"{re.sub(r'[^A-Za-z0-9._-]', '__', workflow_id)}.{index:03d}.json"
@@ -59,10 +63,18 @@ def history_file_name(workflow_id: str, index: int) -> str:
 async def export_run(
     client: Client, workflow_id: str, out_dir: str | Path, storage: StorageConfig | None = None
 ) -> list[Path]:
-    """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name."""
+    """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name.
+
+    Nothing is written for a run that is not there or not a Stalwart run: replay would only refuse it."""
+    histories = await chain_histories(client, workflow_id)
+    workflow_type = histories[0].events[0].workflow_execution_started_event_attributes.workflow_type.name
+    if workflow_type != WORKFLOW_TYPE:
+        raise NotAStalwartRun(
+            f"{workflow_id} is a run of workflow type {workflow_type!r}, not a Stalwart run ({WORKFLOW_TYPE}): "
+            "`stalwart runs` lists the runs of this namespace"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    histories = await chain_histories(client, workflow_id)
     objects = object_client(storage or StorageConfig.from_env())
     written = []
     for index, history in enumerate(histories):

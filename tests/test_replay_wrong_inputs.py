@@ -123,3 +123,18 @@ def test_a_history_saved_by_the_temporal_cli_under_any_name_replays_a_run_with_a
     (tmp_path / "history.json").write_text(json.dumps(json.loads(fixture.read_text())["history"]))
     assert main(["replay", str(tmp_path / "history.json")]) == EXIT_OK, capsys.readouterr()
     assert capsys.readouterr().out.startswith("ok  history.json ")
+
+
+@pytest.mark.slow
+async def test_export_of_a_run_that_is_not_there_or_not_an_agent_run_writes_nothing(dev_env, tmp_path):
+    """A run id that does not exist left an empty folder behind its error, which `replay` then read as 'nothing to
+    replay'; a run of another workflow type was exported, to be refused only by replay."""
+    missing = stalwart("history", "export", "no-such-run", "-o", str(tmp_path / "missing"), address=dev_env.address)
+    assert missing.returncode == EXIT_RUN_FAILED and "stalwart runs" in missing.stderr, missing.stderr
+    assert not (tmp_path / "missing").exists()
+
+    await dev_env.client.start_workflow("OrderWorkflow", id="order-1", task_queue="no-worker-here")
+    other = stalwart("history", "export", "order-1", "-o", str(tmp_path / "other"), address=dev_env.address)
+    assert other.returncode == EXIT_RUN_FAILED, other.stdout + other.stderr
+    assert other.stderr.startswith("error: order-1 is a run of workflow type 'OrderWorkflow', not a Stalwart run")
+    assert not (tmp_path / "other").exists()
