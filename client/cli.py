@@ -120,8 +120,10 @@ def _explain(err: Exception) -> int | None:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if (
-        isinstance(err, RunWithoutResult | ConnectionError)
-        or isinstance(err, EncryptionKeyError | StorageSettingError | TracingSettingError)  # a STALWART_/OTEL_ setting
+        # A run with no result, no server, or a STALWART_/OTEL_ setting that cannot be used.
+        isinstance(
+            err, RunWithoutResult | ConnectionError | EncryptionKeyError | StorageSettingError | TracingSettingError
+        )
         or (api and isinstance(err, api.SessionClosed))
         or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
         or (replay and isinstance(err, replay.NotAStalwartRun))

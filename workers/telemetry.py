@@ -31,7 +31,7 @@ from temporalio.worker import Interceptor, WorkflowInboundInterceptor, WorkflowI
 
 from stalwart.activities import telemetry as activity_telemetry
 from stalwart.contracts.names import AGENT_AWAITING_APPROVAL
-from stalwart.contracts.tracing import tracing_wanted
+from stalwart.contracts.tracing import check_otlp_endpoint, tracing_wanted
 from stalwart.workflows.telemetry import SPAN_FUNCTION
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,8 @@ def enable_tracing(tracer_provider: Any = None) -> bool:
         return True
     if tracer_provider is None and not tracing_wanted():
         return False
+    if tracer_provider is None:
+        check_otlp_endpoint()  # before anything is installed: a bad endpoint is said at start, not per batch
     from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 
     _install(tracer_provider if tracer_provider is not None else _otlp_provider())

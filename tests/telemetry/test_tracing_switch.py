@@ -118,3 +118,24 @@ async def test_a_client_with_the_sdks_opentelemetry_plugin_gets_stalwarts_spans(
         "execute_tool echo",
         "invoke_agent adopted",
     ]
+
+
+def test_an_otlp_endpoint_that_is_not_a_url_is_one_error_line_not_spans_dropped_in_silence():
+    """`localhost:4318` (a gRPC habit) or a typo made every export fail, one cryptic log line per batch, while the
+    worker ran on without traces; it is refused at start, naming the variable and the form it takes."""
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for variable, value in [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "not a url"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:http"),
+    ]:
+        env = {**clean, "TEMPORAL_ADDRESS": "localhost:1", "HOME": "/nonexistent", variable: value}
+        done = subprocess.run(
+            [sys.executable, "-m", "stalwart.client.cli", "worker"], env=env, capture_output=True, text=True
+        )
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert f"{variable}={value!r} is not a URL" in done.stderr, done.stderr
+        assert "http://HOST:4318" in done.stderr, done.stderr
