@@ -47,6 +47,16 @@ def connect_settings(
     server CA, server name), `TEMPORAL_GRPC_META_*`. An API key turns TLS on.
     """
     env = dict(os.environ if environ is None else environ)
+    named = (
+        (str(config_file), "--config-file")
+        if config_file
+        else (env.get("TEMPORAL_CONFIG_FILE"), "TEMPORAL_CONFIG_FILE")
+    )
+    if named[0] and not Path(named[0]).expanduser().exists():  # the SDK reads a missing file as an empty one
+        raise ConnectionError(
+            f"the Temporal config file {named[0]} does not exist: fix {named[1]}, or write its profiles with "
+            "`temporal config set --profile NAME --prop address --value HOST:PORT`"
+        )
     try:
         loaded = ClientConfigProfile.load(
             profile=profile or None,

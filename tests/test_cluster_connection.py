@@ -357,3 +357,12 @@ def test_a_bad_key_or_storage_setting_is_named_not_blamed_on_the_temporal_addres
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert said in done.stderr and "Temporal address" not in done.stderr, done.stderr
+
+
+def test_a_config_file_named_but_not_there_is_said_not_ignored(tmp_path: Path):
+    """A mistyped --config-file (or TEMPORAL_CONFIG_FILE) connected to localhost:7233 with no word of the file."""
+    missing = tmp_path / "temporal.tml"
+    with pytest.raises(ConnectionError, match=r"config file .*temporal\.tml does not exist.*--config-file"):
+        connect_settings(config_file=missing, environ=CLEAN)
+    with pytest.raises(ConnectionError, match=r"config file .*temporal\.tml does not exist.*TEMPORAL_CONFIG_FILE"):
+        connect_settings(environ={**CLEAN, "TEMPORAL_CONFIG_FILE": str(missing)})
