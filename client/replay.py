@@ -20,6 +20,8 @@ from pathlib import Path
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
@@ -213,10 +215,101 @@ async def _replay(
     if unreadable is not None:
         return ReplayOutcome(name, run_id, ok=False, unreadable=unreadable)
     replayer = Replayer(workflows=list(workflows), data_converter=converter, runtime=_quiet_runtime())
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    if result.replay_failure is None:
+    failure = await _replay_failure(replayer, history)
+    if failure is None:
         return ReplayOutcome(name, run_id, ok=True)
-    return ReplayOutcome(name, run_id, ok=False, divergence=_divergence(result.replay_failure))
+    said = _divergence(failure)
+    event = await _divergent_event(replayer, history, said)
+    where = f"event {event.event_id} ({_event_type(event)}): " if event is not None else ""
+    return ReplayOutcome(name, run_id, ok=False, divergence=where + said)
+
+
+async def _replay_failure(replayer: Replayer, history: WorkflowHistory) -> Exception | None:
+    return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
+
+
+# Events a workflow task's commands write into history (and the updates it accepts or completes): what the code
+# decided, the events a divergence is found among.
+_DECIDED = frozenset(
+    EventType.Value(f"EVENT_TYPE_{name}")
+    for name in (
+        "ACTIVITY_TASK_SCHEDULED",
+        "ACTIVITY_TASK_CANCEL_REQUESTED",
+        "TIMER_STARTED",
+        "TIMER_CANCELED",
+        "MARKER_RECORDED",
+        "START_CHILD_WORKFLOW_EXECUTION_INITIATED",
+        "SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED",
+        "REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED",
+        "UPSERT_WORKFLOW_SEARCH_ATTRIBUTES",
+        "WORKFLOW_PROPERTIES_MODIFIED",
+        "NEXUS_OPERATION_SCHEDULED",
+        "NEXUS_OPERATION_CANCEL_REQUESTED",
+        "WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+        "WORKFLOW_EXECUTION_UPDATE_REJECTED",
+        "WORKFLOW_EXECUTION_UPDATE_COMPLETED",
+        "WORKFLOW_EXECUTION_COMPLETED",
+        "WORKFLOW_EXECUTION_FAILED",
+        "WORKFLOW_EXECUTION_CANCELED",
+        "WORKFLOW_EXECUTION_CONTINUED_AS_NEW",
+    )
+)
+
+
+async def _divergent_event(replayer: Replayer, history: WorkflowHistory, said: str) -> HistoryEvent | None:
+    """The first event where the code here decides differently from history.
+
+    The SDK core names it in some messages (`HistoryEvent(id: 5, ...)`), not in others ("Activity type of scheduled
+    event 'a' does not match ... 'b'"). Then the workflow task is found by replaying ever shorter histories (the
+    first whose replay fails ends with that task's decisions), and among the events it decided, the first that
+    holds a name the message quotes, else its first.
+    """
+    by_id = {event.event_id: event for event in history.events}
+    named = re.search(r"HistoryEvent\(id: (\d+)", said)
+    if named and int(named.group(1)) in by_id:
+        return by_id[int(named.group(1))]
+    events = list(history.events)
+    completed = [i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+    if not completed:
+        return None
+
+    def decided(task: int) -> list[HistoryEvent]:
+        return [
+            e for e in events[completed[task] + 1 : _end_of_task(events, completed[task])] if e.event_type in _DECIDED
+        ]
+
+    def through(task: int) -> WorkflowHistory:
+        return WorkflowHistory(history.workflow_id, events[: _end_of_task(events, completed[task])])
+
+    low, high = 0, len(completed) - 1  # the first task whose replay fails: the last one does, as the whole did
+    while low < high:
+        middle = (low + high) // 2
+        if await _replay_failure(replayer, through(middle)) is not None:
+            high = middle
+        else:
+            low = middle + 1
+    candidates = decided(low)
+    quoted = re.findall(r"'([^']+)'", said)
+    for event in candidates:
+        text = str(event)
+        if any(name in text for name in quoted):
+            return event
+    return candidates[0] if candidates else events[completed[low]]
+
+
+def _end_of_task(events: list[HistoryEvent], completed: int) -> int:
+    """The index of the next workflow task after the one completed at index `completed` (or the end): the events
+    between are what that task decided and what the world answered before the next."""
+    for i in range(completed + 1, len(events)):
+        if events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            return i
+    return len(events)
+
+
+def _event_type(event: HistoryEvent) -> str:
+    """`ActivityTaskScheduled` for EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, as the Web UI and `temporal` name it."""
+    name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+    return "".join(word.title() for word in name.split("_"))
 
 
 async def _unreadable(history: WorkflowHistory, converter: DataConverter) -> str | None:
