@@ -138,3 +138,21 @@ async def test_export_of_a_run_that_is_not_there_or_not_an_agent_run_writes_noth
     assert other.returncode == EXIT_RUN_FAILED, other.stdout + other.stderr
     assert other.stderr.startswith("error: order-1 is a run of workflow type 'OrderWorkflow', not a Stalwart run")
     assert not (tmp_path / "other").exists()
+
+
+def test_replay_of_a_folder_without_history_files_says_how_to_make_some(tmp_path, capsys):
+    """It said only 'nothing to replay'."""
+    (tmp_path / "notes.txt").write_text("not a history")
+    assert main(["replay", str(tmp_path)]) == EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert f"error: no history files (*.json) in {tmp_path}" in err and "stalwart history export" in err, err
+
+
+def test_export_to_a_file_says_that_it_writes_a_folder(tmp_path, capsys):
+    """`-o run.json` over an existing file said only 'run.json: File exists'."""
+    (tmp_path / "run.json").write_text("{}")
+    assert main(["history", "export", "some-run", "-o", str(tmp_path / "run.json"), "--address", "127.0.0.1:1"]) == (
+        EXIT_USAGE
+    )
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: -o names a folder, and {tmp_path / 'run.json'} is a file"), err

@@ -18,6 +18,11 @@ async def export(args: argparse.Namespace) -> int:
     if (args.run_id is None) == (args.query is None):
         print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
         return EXIT_USAGE
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(
+            f"-o names a folder, and {args.output} is a file: each run of a chain is a file of its own in it, "
+            "named after the run (-o tests/histories)"
+        )
     stalwart = await connecting.client(args)
     # Each chain once: a query naming `ExecutionStatus` lists every run of a chain, and each names the whole chain.
     ids = [args.run_id] if args.run_id else list(dict.fromkeys(r.run_id for r in await stalwart.list(args.query, 1000)))
@@ -65,7 +70,15 @@ async def replay(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if not outcomes:
-        print("error: nothing to replay", file=sys.stderr)
+        if args.query:
+            print("error: nothing to replay: no run matches the query", file=sys.stderr)
+        else:
+            folders = " ".join(str(path) for path in args.paths)
+            print(
+                f"error: no history files (*.json) in {folders}: record some with "
+                f"`stalwart history export RUN_ID -o {args.paths[0]}`",
+                file=sys.stderr,
+            )
         return EXIT_RUN_FAILED
     return EXIT_RUN_FAILED if failed else EXIT_OK
 
