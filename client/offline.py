@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
 
+from stalwart.activities.storage.encryption import is_encrypted
 from stalwart.contracts import names
 from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
@@ -57,6 +58,8 @@ async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
     try:
         [run_input] = await converter.decode(list(started.input.payloads), [RunInput])
     except Exception:  # an input the workflow itself refuses: nothing more to read
+        if any(is_encrypted(p) for p in started.input.payloads):
+            raise  # sealed with a key this process lacks: the error names it (not an input started wrong)
         run_input = RunInput.model_validate({"agent": {"name": "invalid-input"}})
     rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
     for event in events:

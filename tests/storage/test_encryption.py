@@ -256,3 +256,39 @@ def test_a_key_file_of_raw_bytes_says_to_write_base64_not_a_traceback(tmp_path: 
     file.write_bytes(b"\xff\xfe" + os.urandom(30))
     with pytest.raises(EncryptionKeyError, match=r"is not text.*ID:BASE64KEY.*openssl rand -base64 32"):
         Keyring.from_env({KEY_FILE_VAR: str(file)})
+
+
+async def test_show_of_a_run_sealed_with_a_key_not_configured_here_names_the_key_not_an_invalid_input(dev_env):
+    """With no worker to ask, show rebuilds the run from history; a goal it cannot decrypt was shown as an agent
+    called 'invalid-input' with an empty goal, as if the run had been started wrong."""
+    import subprocess
+    import sys
+
+    from temporalio.client import Client
+
+    from stalwart.contracts.names import WORKFLOW_TYPE
+    from stalwart.contracts.run import RunInput
+
+    sealing = Keyring.parse(f"k9:{new_key()}")
+    client = await Client.connect(dev_env.address, data_converter=stalwart_converter(encryption=sealing))
+    run_id = f"sealed-{uuid.uuid4().hex[:8]}"
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        RunInput(agent=AgentSpec(name="sealed"), goal="a goal sealed with k9"),
+        id=run_id,
+        task_queue=f"nobody-{run_id}",  # no worker: show reads the run from its history
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (KEYS_VAR, KEY_FILE_VAR)}
+    for keys, said in [
+        ({KEYS_VAR: f"k1:{new_key()}"}, "encrypted with key 'k9', which is not among the configured keys (k1)"),
+        ({}, "no encryption key is set here"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "stalwart.client.cli", "show", run_id, "--address", dev_env.address],
+            env={**env, **keys},
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 1 and said in done.stderr, done.stdout + done.stderr
+        assert "invalid-input" not in done.stdout
