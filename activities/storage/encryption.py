@@ -86,12 +86,11 @@ class Keyring:
         """Keys from `ID:BASE64KEY` entries separated by commas or new lines (`#` starts a comment line)."""
         keys: list[tuple[str, bytes]] = []
         lines = [line.strip() for line in text.splitlines()]
-        for entry in (e.strip() for line in lines if not line.startswith("#") for e in line.split(",")):
-            if not entry:
-                continue
+        entries = [e.strip() for line in lines if not line.startswith("#") for e in line.split(",")]
+        for number, entry in enumerate((e for e in entries if e), start=1):
             key_id, colon, encoded = entry.partition(":")
-            if not colon:
-                raise EncryptionKeyError(f"{source}: entry {_shown(entry)} has no key id: {_FORMAT}")
+            if not colon:  # likely a bare key: named by its place, never shown, not even in part
+                raise EncryptionKeyError(f"{source}: entry {number} has no key id: {_FORMAT}")
             try:
                 key = base64.b64decode(encoded.strip(), validate=True)
             except (binascii.Error, ValueError):
@@ -167,11 +166,6 @@ class Keyring:
 
 def is_sealed_object(data: bytes) -> bool:
     return data.startswith(SEALED_OBJECT_MAGIC)
-
-
-def _shown(entry: str) -> str:
-    """An entry for an error message, without printing what may be a whole secret key."""
-    return repr(entry[:6] + "…") if len(entry) > 6 else repr(entry)
 
 
 def is_encrypted(payload: Payload) -> bool:

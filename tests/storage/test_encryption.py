@@ -292,3 +292,11 @@ async def test_show_of_a_run_sealed_with_a_key_not_configured_here_names_the_key
         )
         assert done.returncode == 1 and said in done.stderr, done.stdout + done.stderr
         assert "invalid-input" not in done.stdout
+
+
+def test_a_key_given_without_its_id_is_not_printed_even_in_part():
+    """A bare key pasted without `ID:` is the secret itself; its first characters went into the error (and logs)."""
+    key = new_key()
+    with pytest.raises(EncryptionKeyError, match=r"entry 2 has no key id") as shown:
+        Keyring.from_env({KEYS_VAR: f"a:{new_key()},{key}"})
+    assert key[:6] not in str(shown.value)
