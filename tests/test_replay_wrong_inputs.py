@@ -60,12 +60,17 @@ async def test_replay_histories_says_why_a_history_cannot_be_read_here(tmp_path,
     assert "None" not in str(failed.value) and KEYS_VAR in str(failed.value), failed.value
 
 
-def test_a_since_that_is_not_a_duration_is_a_usage_error(capsys):
-    """It left through SystemExit with status 1, the status of a run that failed, not of a command line."""
-    assert main(["replay", "--query", 'ExecutionStatus="Running"', "--since", "7x", "--address", "127.0.0.1:1"]) == (
-        EXIT_USAGE
-    )
-    assert capsys.readouterr().err.startswith("error: --since takes a number and d, h or m")
+@pytest.mark.parametrize(
+    ("since", "said"),
+    [("7x", "error: --since takes a number and d, h or m"), ("99999999d", "error: --since 99999999d reaches back")],
+    ids=["not-a-duration", "before-year-1"],
+)
+def test_a_since_that_is_not_a_duration_is_a_usage_error(capsys, since, said):
+    """'7x' left through SystemExit with status 1, the status of a run that failed, not of a command line;
+    '99999999d' was an OverflowError traceback."""
+    argv = ["replay", "--query", 'ExecutionStatus="Running"', "--since", since, "--address", "127.0.0.1:1"]
+    assert main(argv) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith(said)
 
 
 @pytest.mark.parametrize(

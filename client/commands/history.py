@@ -89,5 +89,10 @@ def _since(text: str) -> str:
     units = {"d": "days", "h": "hours", "m": "minutes"}
     if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
         raise UsageError(f"--since takes a number and d, h or m, e.g. 7d; not {text!r}")
-    start = datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    try:
+        start = datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    except OverflowError:
+        raise UsageError(
+            f"--since {text} reaches back before the year 1; leave --since out to replay every run the query matches"
+        ) from None
     return start.strftime("%Y-%m-%dT%H:%M:%SZ")
