@@ -126,7 +126,7 @@ def _explain(err: Exception) -> int | None:
         )
         or (api and isinstance(err, api.SessionClosed))
         or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
-        or (replay and isinstance(err, replay.NotAStalwartRun))
+        or (replay and isinstance(err, replay.ExportError))
     ):
         print(f"error: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED

@@ -31,6 +31,7 @@ from temporalio.worker import Replayer
 from stalwart.activities.storage.config import StorageConfig, object_client
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, encryption_codec, is_encrypted
+from stalwart.activities.storage.objects import ObjectNotFoundError
 from stalwart.client.chain import chain_histories
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workflows import AgentWorkflow
@@ -53,7 +54,11 @@ class ReplayOutcome:
     unreadable: str | None = None
 
 
-class NotAStalwartRun(LookupError):
+class ExportError(LookupError):
+    """A run that cannot be exported as it is asked: the message says why and what to do."""
+
+
+class NotAStalwartRun(ExportError):
     """A run id given to export that names a workflow of another type: the message says how to find agent runs."""
 
 
@@ -67,7 +72,8 @@ async def export_run(
 ) -> list[Path]:
     """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name.
 
-    Nothing is written for a run that is not there or not a Stalwart run: replay would only refuse it."""
+    Nothing is written for a run that is not there, not a Stalwart run, or whose stored payloads are not where
+    this process looks: replay would only refuse the files."""
     histories = await chain_histories(client, workflow_id)
     workflow_type = histories[0].events[0].workflow_execution_started_event_attributes.workflow_type.name
     if workflow_type != WORKFLOW_TYPE:
@@ -76,8 +82,24 @@ async def export_run(
             "`stalwart runs` lists the runs of this namespace"
         )
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     objects = object_client(storage or StorageConfig.from_env())
+    stored: dict[Path, bytes] = {}
+    for history in histories:
+        for bucket, key in stored_references(history):
+            target = out_dir / STORAGE_FOLDER / bucket / key
+            if target in stored or target.exists():
+                continue
+            try:
+                stored[target] = await objects.get_object(bucket=bucket, key=key)
+            except ObjectNotFoundError as err:
+                raise ExportError(
+                    f"{workflow_id}'s history names payloads stored outside it, and they are not where this process "
+                    f"looks ({err}): set STALWART_STORAGE (and STALWART_S3_ENDPOINT_URL) as the workers have it"
+                ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for target, data in stored.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     written = []
     for index, history in enumerate(histories):
         path = out_dir / history_file_name(workflow_id, index)
@@ -85,11 +107,6 @@ async def export_run(
         record = {"workflowId": history.workflow_id, "history": json.loads(history.to_json())}
         path.write_text(json.dumps(record) + "\n")
         written.append(path)
-        for bucket, key in stored_references(history):
-            target = out_dir / STORAGE_FOLDER / bucket / key
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(await objects.get_object(bucket=bucket, key=key))
     return written
 
 

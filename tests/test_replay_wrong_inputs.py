@@ -161,3 +161,32 @@ def test_export_to_a_file_says_that_it_writes_a_folder(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert err.startswith(f"error: -o names a folder, and {tmp_path / 'run.json'} is a file"), err
+
+
+@pytest.mark.slow
+async def test_export_where_the_stored_payloads_are_not_says_where_to_look_and_writes_nothing(
+    dev_env, task_queue, tmp_path, monkeypatch
+):
+    """With STALWART_STORAGE not the workers', export was an ObjectNotFoundError traceback, after writing the history
+    file, which replay then could not read."""
+    from stalwart.client.api import StalwartClient
+    from stalwart.client.connection import connect
+    from stalwart.contracts import AgentSpec, ScriptedReply
+    from stalwart.workers.worker import build_worker
+
+    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))
+    monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
+    storing = await connect(dev_env.address, from_config=False)
+    async with build_worker(storing, task_queue=task_queue):
+        handle = await StalwartClient(storing, task_queue=task_queue).start(
+            AgentSpec(name="long", scripted=[ScriptedReply(text="read it " * 600)]), "a goal"
+        )
+        await handle.result()
+    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "elsewhere"))
+    exported = stalwart("history", "export", handle.run_id, "-o", str(tmp_path / "out"), address=dev_env.address)
+    assert exported.returncode == EXIT_RUN_FAILED, exported.stderr
+    assert exported.stderr.startswith(f"error: {handle.run_id}'s history names payloads stored outside it"), (
+        exported.stderr
+    )
+    assert "STALWART_STORAGE" in exported.stderr and "Traceback" not in exported.stderr
+    assert not (tmp_path / "out").exists()
