@@ -236,7 +236,10 @@ async def _replay(
     if failure is None:
         return ReplayOutcome(name, run_id, ok=True)
     said = _divergence(failure)
-    event = await _divergent_event(replayer, history, said)
+    try:
+        event = await _divergent_event(replayer, history, said)
+    except Exception:  # finding the place is a courtesy: the divergence is reported with or without it
+        event = None
     where = f"event {event.event_id} ({_event_type(event)}): " if event is not None else ""
     return ReplayOutcome(name, run_id, ok=False, divergence=where + said)
 
