@@ -76,9 +76,36 @@ async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
         turns=(carried.turns if carried else 0) + (0 if run_input.session else 1),
         runs=(carried.runs + 1) if carried else 1,
         earlier=carried.archives if carried else [],
-        offline=NO_WORKER,
+        offline=_why_unanswered(events),
     )
     return state, _pending(rebuilt, description.search_attributes.get(names.AGENT_AWAITING_APPROVAL))
+
+
+def _why_unanswered(events: list[HistoryEvent]) -> str:
+    """NO_WORKER, unless the run's last workflow task was taken by a worker and failed: then a worker runs but
+    cannot run this run (its later attempts are not in history), and starting another would not help."""
+    last = next(
+        (
+            e
+            for e in reversed(events)
+            if e.HasField("workflow_task_completed_event_attributes")
+            or e.HasField("workflow_task_failed_event_attributes")
+        ),
+        None,
+    )
+    if last is None or not last.HasField("workflow_task_failed_event_attributes"):
+        return NO_WORKER
+    failure = last.workflow_task_failed_event_attributes.failure
+    kind = failure.application_failure_info.type or failure.message or "an error"
+    hint = (
+        ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
+        if kind == "EncryptionKeyError"
+        else ""
+    )
+    return (
+        f"a worker fails this run's workflow task ({kind}), so the live query went unanswered and this is read "
+        f"from the run's history; the run waits until a worker can run it: the worker's log says why{hint}"
+    )
 
 
 async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverter) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import uuid
@@ -300,3 +301,46 @@ def test_a_key_given_without_its_id_is_not_printed_even_in_part():
     with pytest.raises(EncryptionKeyError, match=r"entry 2 has no key id") as shown:
         Keyring.from_env({KEYS_VAR: f"a:{new_key()},{key}"})
     assert key[:6] not in str(shown.value)
+
+
+async def test_show_of_a_run_its_worker_cannot_decrypt_says_the_worker_fails_it_not_that_none_runs(dev_env):
+    """A worker without the key a client sealed the run with fails its workflow task again and again; show said
+    'no worker is running', sending the operator to start one that was already there."""
+    import subprocess
+    import sys
+
+    from temporalio.client import Client
+
+    from stalwart.contracts.names import WORKFLOW_TYPE
+    from stalwart.contracts.run import RunInput
+
+    sealing, workers_key = f"k9:{new_key()}", f"k1:{new_key()}"
+    queue = f"wrong-key-{uuid.uuid4().hex[:8]}"
+    starter = await Client.connect(
+        dev_env.address, data_converter=stalwart_converter(encryption=Keyring.parse(sealing))
+    )
+    worker_client = await Client.connect(
+        dev_env.address, data_converter=stalwart_converter(encryption=Keyring.parse(workers_key))
+    )
+    async with build_worker(worker_client, task_queue=queue, registry=default_registry()):
+        handle = await starter.start_workflow(
+            WORKFLOW_TYPE, RunInput(agent=AgentSpec(name="sealed"), goal="sealed with k9"), id=queue, task_queue=queue
+        )
+        failed = False
+        while not failed:
+            failed = any(
+                [e.HasField("workflow_task_failed_event_attributes") async for e in handle.fetch_history_events()]
+            )
+            await asyncio.sleep(0.1)
+        env = {k: v for k, v in os.environ.items() if k not in (KEYS_VAR, KEY_FILE_VAR)}
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "stalwart.client.cli", "show", queue, "--address", dev_env.address],
+            env={**env, KEYS_VAR: sealing},
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        await handle.terminate()
+    assert "no worker is running" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "fails this run's workflow task (EncryptionKeyError)" in done.stdout + done.stderr, done.stdout
