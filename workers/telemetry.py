@@ -31,7 +31,7 @@ from temporalio.worker import Interceptor, WorkflowInboundInterceptor, WorkflowI
 
 from stalwart.activities import telemetry as activity_telemetry
 from stalwart.contracts.names import AGENT_AWAITING_APPROVAL
-from stalwart.contracts.tracing import check_otlp_endpoint, tracing_wanted
+from stalwart.contracts.tracing import TracingSettingError, check_otlp_endpoint, tracing_wanted
 from stalwart.workflows.telemetry import SPAN_FUNCTION
 
 logger = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def _otlp_exporter() -> Any:
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
         except ImportError as err:
-            raise RuntimeError(
+            raise TracingSettingError(
                 "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs `pip install opentelemetry-exporter-otlp-proto-grpc`; "
                 "or send over HTTP (the default: unset it and point OTEL_EXPORTER_OTLP_ENDPOINT at port 4318)"
             ) from err

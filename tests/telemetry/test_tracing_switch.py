@@ -139,3 +139,28 @@ def test_an_otlp_endpoint_that_is_not_a_url_is_one_error_line_not_spans_dropped_
         assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
         assert f"{variable}={value!r} is not a URL" in done.stderr, done.stderr
         assert "http://HOST:4318" in done.stderr, done.stderr
+
+
+def test_grpc_without_its_exporter_installed_is_one_error_line_naming_the_package():
+    """The README says OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs another package; without it, a RuntimeError traceback."""
+    import subprocess
+    import sys
+
+    from support.fresh_python import printed_by
+
+    installed = printed_by("import importlib.util as u; print(u.find_spec('opentelemetry.exporter.otlp.proto.grpc'))")
+    if installed != "None":
+        return  # the exporter is installed here: nothing to refuse
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env = {
+        **clean,
+        "TEMPORAL_ADDRESS": "localhost:1",
+        "HOME": "/nonexistent",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", "runs"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "pip install opentelemetry-exporter-otlp-proto-grpc" in done.stderr, done.stderr
