@@ -112,7 +112,7 @@ class Keyring:
         if file:
             path = Path(file).expanduser()
             try:
-                text = path.read_text()
+                text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a key id
             except OSError as err:
                 raise EncryptionKeyError(
                     f"{KEY_FILE_VAR}={file!r} cannot be read ({err.strerror or err}): point it at a readable file "

@@ -344,3 +344,11 @@ async def test_show_of_a_run_its_worker_cannot_decrypt_says_the_worker_fails_it_
         await handle.terminate()
     assert "no worker is running" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert "fails this run's workflow task (EncryptionKeyError)" in done.stdout + done.stderr, done.stdout
+
+
+def test_a_key_file_saved_with_a_byte_order_mark_and_crlf_reads_as_written(tmp_path: Path):
+    """Windows editors save UTF-8 with a BOM and CRLF; the BOM became part of the first key's id, which was refused."""
+    file = tmp_path / "keys"
+    file.write_bytes(f"k1:{new_key()}\r\nk0:{new_key()}\r\n".encode("utf-8-sig"))
+    keys = Keyring.from_env({KEY_FILE_VAR: str(file)})
+    assert keys is not None and keys.ids == ["k1", "k0"]
