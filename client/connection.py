@@ -76,6 +76,15 @@ def connect_settings(
             f"cannot read the Temporal connection settings ({err}) from {_where(profile, config_file, env)}: "
             "`temporal config list` shows the profiles the temporal CLI sees"
         ) from err
+    tls = settings.get("tls")
+    cert, key = getattr(tls, "client_cert", None), getattr(tls, "client_private_key", None)
+    if bool(cert) != bool(key):  # the SDK refuses the half pair later, in words connect took for a bad address
+        given, missing = ("certificate", "key") if cert else ("key", "certificate")
+        raise ConnectionError(
+            f"the Temporal connection settings have a TLS client {given} without its {missing}: set both "
+            "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (tls.client_cert_path and "
+            f"tls.client_key_path in a profile), or neither, in {_where(profile, config_file, env)}"
+        )
     settings["target_host"] = address or settings.get("target_host") or DEFAULT_ADDRESS
     settings["namespace"] = namespace or settings.get("namespace") or DEFAULT_NAMESPACE
     return settings

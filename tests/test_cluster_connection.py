@@ -366,3 +366,13 @@ def test_a_config_file_named_but_not_there_is_said_not_ignored(tmp_path: Path):
         connect_settings(config_file=missing, environ=CLEAN)
     with pytest.raises(ConnectionError, match=r"config file .*temporal\.tml does not exist.*TEMPORAL_CONFIG_FILE"):
         connect_settings(environ={**CLEAN, "TEMPORAL_CONFIG_FILE": str(missing)})
+
+
+def test_a_client_certificate_without_its_key_is_said_as_such_not_as_a_bad_address(pki: Pki):
+    """The SDK refuses the pair half given with a ValueError, which connect took for an address it cannot parse."""
+    env = {**CLEAN, "TEMPORAL_ADDRESS": "localhost:7233", "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client_cert)}
+    with pytest.raises(ConnectionError, match=r"client certificate without its key.*TEMPORAL_TLS_CLIENT_KEY_PATH"):
+        connect_settings(environ=env)
+    env = {**CLEAN, "TEMPORAL_ADDRESS": "localhost:7233", "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client_key)}
+    with pytest.raises(ConnectionError, match=r"client key without its certificate.*TEMPORAL_TLS_CLIENT_CERT_PATH"):
+        connect_settings(environ=env)
