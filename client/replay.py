@@ -161,6 +161,8 @@ def read_history(path: Path) -> WorkflowHistory:
     try:
         record = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as err:
+        if isinstance(err, FileNotFoundError) and not path.suffix and len(path.parts) == 1:  # a run id, it seems
+            fix += f"; to replay the live run of that id: stalwart replay --query 'WorkflowId=\"{path}\"'"
         raise HistoryFileError(f"{path}: cannot be read ({err.strerror or err}); {fix}") from None
     except UnicodeDecodeError:
         raise HistoryFileError(f"{path}: not UTF-8 text, so not a history file; {fix}") from None

@@ -190,3 +190,11 @@ async def test_export_where_the_stored_payloads_are_not_says_where_to_look_and_w
     )
     assert "STALWART_STORAGE" in exported.stderr and "Traceback" not in exported.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_replay_of_a_run_id_instead_of_a_file_says_how_to_replay_the_live_run(tmp_path, capsys, monkeypatch):
+    """`stalwart replay calc-chat` said only that no such file can be read."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "calc-chat"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: calc-chat: cannot be read") and """--query 'WorkflowId="calc-chat"'""" in err, err
