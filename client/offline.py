@@ -82,8 +82,16 @@ async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
 
 
 def _why_unanswered(events: list[HistoryEvent]) -> str:
-    """NO_WORKER, unless the run's last workflow task was taken by a worker and failed: then a worker runs but
-    cannot run this run (its later attempts are not in history), and starting another would not help."""
+    """NO_WORKER, unless a worker took the run's last workflow task and failed it: then starting one would not help."""
+    kind = failed_task(events)
+    if kind is None:
+        return NO_WORKER
+    return f"{failing_task_note(kind)} (the live query went unanswered: this is read from the run's history)"
+
+
+def failed_task(events: list[HistoryEvent]) -> str | None:
+    """The error a worker failed the run's last workflow task with (its type, or its message), or None when the
+    last one completed. The worker's later attempts at it are not in history: only the first failure is."""
     last = next(
         (
             e
@@ -94,17 +102,20 @@ def _why_unanswered(events: list[HistoryEvent]) -> str:
         None,
     )
     if last is None or not last.HasField("workflow_task_failed_event_attributes"):
-        return NO_WORKER
+        return None
     failure = last.workflow_task_failed_event_attributes.failure
-    kind = failure.application_failure_info.type or failure.message or "an error"
+    return failure.application_failure_info.type or failure.message or "an error"
+
+
+def failing_task_note(kind: str) -> str:
     hint = (
         ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
         if kind == "EncryptionKeyError"
         else ""
     )
     return (
-        f"a worker fails this run's workflow task ({kind}), so the live query went unanswered and this is read "
-        f"from the run's history; the run waits until a worker can run it: the worker's log says why{hint}"
+        f"a worker fails this run's workflow task ({kind}); the run waits until a worker can run it: "
+        f"the worker's log says why{hint}"
     )
 
 

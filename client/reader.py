@@ -212,6 +212,19 @@ class RunReader:
             search_attributes=decode_typed_search_attributes(info.search_attributes),
         )
 
+    async def failing_task(self) -> str | None:
+        """Why workers fail this run's workflow task again and again (a worker without the key the run was sealed
+        with, code that cannot replay it), or None: a run that waits on it would otherwise wait in silence."""
+        described = await self._service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True
+        )
+        if described.pending_workflow_task.attempt < 2:  # cheap: the history is read only once a task is retried
+            return None
+        from stalwart.client import offline
+
+        kind = offline.failed_task([event async for event in self.history_events()])
+        return None if kind is None else offline.failing_task_note(kind)
+
     async def history_events(self, *, page_size: int = 0, close_event: bool = False) -> AsyncIterator[HistoryEvent]:
         """The latest execution's history, page by page; with `close_event`, only the event that closed it."""
         request = GetWorkflowExecutionHistoryRequest(

@@ -58,16 +58,33 @@ async def run(args: argparse.Namespace) -> int:
         )
 
 
+async def _warn_of_a_failing_task(handle: RunHandle, every: float = 3.0) -> None:
+    """Say once, on stderr, that a worker fails the run's workflow task: the run would wait with nothing said."""
+    from temporalio.service import RPCError
+
+    while True:
+        await asyncio.sleep(every)
+        try:
+            note = await handle.failing_task()
+        except RPCError:  # the server busy for a moment: the next look will tell
+            continue
+        if note is not None:
+            print(f"warning: {note}", file=sys.stderr, flush=True)
+            return
+
+
 async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, deciding: asyncio.Task[None]) -> int:
     """Print the run as it goes, then its result; `deciding` (its approval handling) stops once the run has ended."""
     import asyncio
 
+    watching = asyncio.create_task(_warn_of_a_failing_task(handle))
     try:
         if not as_json:
             await print_live(handle)
         result = await handle.result()
     finally:
         deciding.cancel()
+        watching.cancel()
     if as_json:
         print(result.model_dump_json(indent=2))
     else:

@@ -352,3 +352,44 @@ def test_a_key_file_saved_with_a_byte_order_mark_and_crlf_reads_as_written(tmp_p
     file.write_bytes(f"k1:{new_key()}\r\nk0:{new_key()}\r\n".encode("utf-8-sig"))
     keys = Keyring.from_env({KEY_FILE_VAR: str(file)})
     assert keys is not None and keys.ids == ["k1", "k0"]
+
+
+async def test_run_followed_while_its_worker_cannot_decrypt_it_warns_instead_of_waiting_in_silence(dev_env):
+    """`stalwart run` with keys the worker lacks printed the goal and then nothing, for ever."""
+    import subprocess
+    import sys
+
+    from temporalio.client import Client
+
+    from support.repo_paths import REPO
+
+    queue = f"silent-{uuid.uuid4().hex[:8]}"
+    worker_client = await Client.connect(
+        dev_env.address, data_converter=stalwart_converter(encryption=Keyring.parse(f"k1:{new_key()}"))
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (KEYS_VAR, KEY_FILE_VAR)}
+    command = [sys.executable, "-m", "stalwart.client.cli", "run", str(REPO / "agents" / "calculator.toml"), "6*7?"]
+    async with build_worker(worker_client, task_queue=queue, registry=default_registry()):
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            "--address",
+            dev_env.address,
+            "--task-queue",
+            queue,
+            env={**env, KEYS_VAR: f"k9:{new_key()}"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stderr is not None
+        said = ""
+        while "warning:" not in said:
+            line = (await process.stderr.readline()).decode()
+            assert line, f"stalwart run ended without the warning: {said}"
+            said += line
+        process.terminate()
+        printed, _ = await process.communicate()
+        run_id = printed.decode().split()[1]  # "run ID · agent ...": the run is left waiting; end it
+        await worker_client.get_workflow_handle(run_id).terminate()
+    assert "a worker fails this run's workflow task (EncryptionKeyError)" in said, said
+    assert "STALWART_ENCRYPTION_KEYS" in said
