@@ -357,3 +357,12 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
         [str(venv / "bin" / "python"), "-c", imports], capture_output=True, text=True, cwd=tmp_path
     )
     assert imported.returncode == 0, imported.stderr
+
+
+def test_the_codec_server_which_decrypts_for_anyone_who_reaches_it_is_published_on_the_loopback_only():
+    """It has no token (the Web UI sends its own login's), and a request with no Origin header is served: published
+    on every interface, anyone on the network could decrypt the whole history. The UI calls it from the browser of
+    the machine the stack runs on (TEMPORAL_CODEC_ENDPOINT=http://localhost:8234), which loopback still serves."""
+    published = services()["codec-server"]["ports"]
+    assert published and all(p.get("host_ip") == "127.0.0.1" for p in published), published
+    assert urlsplit(environment("temporal-ui")["TEMPORAL_CODEC_ENDPOINT"]).hostname == "localhost"
