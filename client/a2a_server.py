@@ -384,7 +384,14 @@ def main(argv: list[str] | None = None) -> None:
         server = A2AAgentServer(stalwart, agent, public_url=args.public_url or f"http://{args.host}:{args.port}/")
         await uvicorn.Server(uvicorn.Config(server.app(), host=args.host, port=args.port)).serve()
 
-    asyncio.run(serve())
+    from stalwart.activities.storage.config import StorageSettingError
+    from stalwart.activities.storage.encryption import EncryptionKeyError
+    from stalwart.contracts.tracing import TracingSettingError
+
+    try:
+        asyncio.run(serve())
+    except (ConnectionError, EncryptionKeyError, StorageSettingError, TracingSettingError) as err:
+        parser.exit(1, f"error: {err}\n")  # a setting to fix, said as `stalwart` says it: no traceback
 
 
 if __name__ == "__main__":

@@ -186,3 +186,29 @@ async def test_new_user_trips_get_task_after_a_confirmed_cancel_answers_canceled
         got = await _rpc(answering, "GetTask", {"id": task_id})
         assert got["result"]["status"]["state"] == "TASK_STATE_CANCELED"
     await run.terminate("test cleanup")
+
+
+def test_python_m_a2a_server_says_a_setting_it_cannot_use_in_one_line():
+    """`python -m stalwart.client.a2a_server` printed a traceback for no Temporal server, a malformed key or an OTLP
+    endpoint that is not a URL; `stalwart` says each in one line."""
+    import os
+    import subprocess
+    import sys
+
+    from support.repo_paths import REPO
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "STALWART_ENCRYPTION"))}
+    for extra, said in [
+        ({}, "cannot reach Temporal at localhost:1"),
+        ({"STALWART_ENCRYPTION_KEYS": "k1:abc"}, "the key of 'k1' is not base64"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, "is not a URL"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "stalwart.client.a2a_server", str(REPO / "agents" / "calculator.toml")],
+            env={**clean, "TEMPORAL_ADDRESS": "localhost:1", "HOME": "/nonexistent", **extra},
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: ") and said in done.stderr, done.stderr
