@@ -22,6 +22,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
+    DescribeWorkflowExecutionResponse,
     GetWorkflowExecutionHistoryRequest,
     QueryWorkflowRequest,
 )
@@ -202,9 +203,7 @@ class RunReader:
 
     async def describe(self) -> RunDescription:
         """The latest execution's status, task queue and search attributes."""
-        described = await self._service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True
-        )
+        described = await self._described()
         info = described.workflow_execution_info
         return RunDescription(
             status=info.status,
@@ -215,15 +214,18 @@ class RunReader:
     async def failing_task(self) -> str | None:
         """Why workers fail this run's workflow task again and again (a worker without the key the run was sealed
         with, code that cannot replay it), or None: a run that waits on it would otherwise wait in silence."""
-        described = await self._service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True
-        )
+        described = await self._described()
         if described.pending_workflow_task.attempt < 2:  # cheap: the history is read only once a task is retried
             return None
         from stalwart.client import offline
 
         kind = offline.failed_task([event async for event in self.history_events()])
         return None if kind is None else offline.failing_task_note(kind)
+
+    async def _described(self) -> DescribeWorkflowExecutionResponse:
+        return await self._service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True
+        )
 
     async def history_events(self, *, page_size: int = 0, close_event: bool = False) -> AsyncIterator[HistoryEvent]:
         """The latest execution's history, page by page; with `close_event`, only the event that closed it."""

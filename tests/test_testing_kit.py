@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,17 +18,23 @@ def _example(name: str) -> str:
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+def _pytest_in(folder: Path, test_file: str, *, asyncio_mode: str) -> subprocess.CompletedProcess[str]:
+    """pytest run on `test_file` as a user runs their own tests: in its folder, with its own storage there."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", f"asyncio_mode={asyncio_mode}"]
+        + [test_file],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STALWART_STORAGE": str(folder / "storage")},
+        check=False,
+    )
+
+
 @pytest.mark.slow
 def test_the_documented_example_test_passes_as_a_users_own_test_file(tmp_path):
     (tmp_path / "test_my_agent.py").write_text(_example("test_my_agent.py"))
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "test_my_agent.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "STALWART_STORAGE": str(tmp_path / "storage")},
-        check=False,
-    )
+    result = _pytest_in(tmp_path, "test_my_agent.py", asyncio_mode="auto")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
 
@@ -63,12 +70,5 @@ def test_the_stalwart_env_fixture_works_in_pytest_asyncios_default_strict_mode(t
         '    agent = AgentSpec(name="hello", scripted=[reply("Hi.")])\n'
         '    assert (await stalwart_env.client.run(agent, "say hi")).answer == "Hi."\n'
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict", "test_strict.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "STALWART_STORAGE": str(tmp_path / "storage")},
-        check=False,
-    )
+    result = _pytest_in(tmp_path, "test_strict.py", asyncio_mode="strict")
     assert result.returncode == 0, result.stdout + result.stderr
