@@ -130,13 +130,19 @@ class ModelActivities:
                     "recorded": True,
                 }
             )
+            # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
+            known = context_ref if context_ref != request.context_ref else None
+            if request.may_defer and not turn.tool_calls and not _carries_an_answer(request):
+                # An answer usually ends the run or the turn, and then nothing reads it from storage: its write
+                # (and the new messages') waits for the next request, which carries them (`AssistantTurn.deferred`).
+                # A request that carries a deferred answer stores it, so history repeats each message once at most.
+                update = {"transcript": request.transcript, "context_ref": known, "recorded": False, "deferred": True}
+                return turn.model_copy(update=update)
             # The new messages and this answer are stored together, once: the workflow need not send the answer
             # back with the next call (each message enters history once, in the activity that produced it).
             transcript, _ = await self.transcripts.append(
                 request.transcript, [*new, turn.as_message()]
             )  # `new` is already filled in; the segment keeps its stored results as references
-            # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
-            known = context_ref if context_ref != request.context_ref else None
             return turn.model_copy(update={"transcript": transcript, "context_ref": known})
         except ModelError as err:
             if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
@@ -190,6 +196,10 @@ class ModelActivities:
             context_ref=context_ref,
             recorded=True,
         )
+
+
+def _carries_an_answer(request: ModelRequest) -> bool:
+    return any(message.role == "assistant" for message in request.new_messages)
 
 
 def _too_long_to_retry_here(wait: float, info: activity.Info, request: ModelRequest) -> bool:

@@ -42,6 +42,9 @@ class ModelRequest(Compact):
     """When the run's wall-clock budget ends; past it the activity refuses to call the model (`BUDGET_OVER`)."""
     summarize: bool = False
     """Write a summary of the older conversation instead of the next turn (context strategy `summarize`)."""
+    may_defer: bool = False
+    """The workflow carries a deferred turn into its next request (`AssistantTurn.deferred`). Workflows older than
+    this field would drop the request's messages, so the activity stores every turn they ask for."""
 
 
 class ModelContext(Compact):

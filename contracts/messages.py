@@ -240,6 +240,11 @@ class AssistantTurn(Compact):
     recorded: bool = False
     """The model activity stored this turn (as `as_message()`) after the new messages of its request, in
     `transcript`: the next request does not carry it again. False from workers older than this field."""
+    deferred: bool = False
+    """Nothing was stored: an answer without tool calls usually ends the run or the session's turn, and no model call
+    reads it again, so its write (a durable one, the larger part of a step's own cost) waits for the next request,
+    which carries the request's new messages and this answer (`ModelRequest.may_defer`). One answer waits at most:
+    a request that carries one is stored whatever its answer, so a chat without tools writes every other turn."""
 
     def as_message(self) -> Message:
         """The turn as the conversation keeps it, for the model's next call."""

@@ -744,6 +744,7 @@ class AgentWorkflow:
             context_ref=self._context_ref,
             tools_enabled=tools_enabled,
             deadline=self._budget.deadline,
+            may_defer=True,
         )
         waits = 0
         while True:
@@ -799,7 +800,10 @@ class AgentWorkflow:
         if turn.transcript is not None:
             self._transcript = turn.transcript
         self._context_ref = turn.context_ref or self._context_ref
-        self._unsent = [] if turn.recorded else [turn.as_message()]
+        if turn.deferred:  # nothing stored: the next request carries what this one did, and the answer
+            self._unsent = [*self._unsent, turn.as_message()]
+        else:
+            self._unsent = [] if turn.recorded else [turn.as_message()]
         self._publish()
         return turn
 
