@@ -132,10 +132,10 @@ class ModelActivities:
             )
             # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
             known = context_ref if context_ref != request.context_ref else None
-            if request.may_defer and not turn.tool_calls and not _carries_an_answer(request):
-                # An answer usually ends the run or the turn, and then nothing reads it from storage: its write
-                # (and the new messages') waits for the next request, which carries them (`AssistantTurn.deferred`).
-                # A request that carries a deferred answer stores it, so history repeats each message once at most.
+            if request.may_defer and not _carries_an_answer(request):
+                # Nothing is written now: the next request carries the new messages and this answer, and its call
+                # stores them with its own answer (`AssistantTurn.deferred`). So a durable write serves two calls,
+                # and a message travels in two requests at most.
                 update = {"transcript": request.transcript, "context_ref": known, "recorded": False, "deferred": True}
                 return turn.model_copy(update=update)
             # The new messages and this answer are stored together, once: the workflow need not send the answer

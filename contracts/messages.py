@@ -241,10 +241,10 @@ class AssistantTurn(Compact):
     """The model activity stored this turn (as `as_message()`) after the new messages of its request, in
     `transcript`: the next request does not carry it again. False from workers older than this field."""
     deferred: bool = False
-    """Nothing was stored: an answer without tool calls usually ends the run or the session's turn, and no model call
-    reads it again, so its write (a durable one, the larger part of a step's own cost) waits for the next request,
-    which carries the request's new messages and this answer (`ModelRequest.may_defer`). One answer waits at most:
-    a request that carries one is stored whatever its answer, so a chat without tools writes every other turn."""
+    """Nothing was stored: the next request carries the request's new messages and this answer, and its call stores
+    them with its own (`ModelRequest.may_defer`). A call that carries an answer always stores, so the conversation is
+    written at every other model call, one durable write (or object store PUT) for two, and a message travels in two
+    requests at most. An answer that ends a run is then often never written: no model call reads it."""
 
     def as_message(self) -> Message:
         """The turn as the conversation keeps it, for the model's next call."""

@@ -1,8 +1,8 @@
-"""An answer without tool calls is written to storage only when a later model call needs it.
+"""The conversation is written at every other model call, and the model still reads every message.
 
-Such an answer usually ends the run or a session's turn. The model activity then stores nothing, and the workflow
-carries the request's new messages and the answer into its next request, whose call stores them with its own answer.
-So a session turn with one tool call makes one durable write, not two, and the model still reads every message.
+A call whose request carries no earlier answer stores nothing: the workflow carries the request's new messages and
+the answer into its next request, whose call stores them with its own answer. So one durable write serves two steps,
+and an answer that ends a run is often never written, since no model call reads it again.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _segments(blobs: MemoryBlobs) -> list[str]:
     return [key for key in blobs.blobs if "/context-" not in key]
 
 
-async def test_an_answer_without_tool_calls_is_not_written_when_the_workflow_carries_it():
+async def test_an_answer_is_not_written_when_the_workflow_carries_it_into_the_next_request():
     blobs = MemoryBlobs()
     agent = AgentSpec(name="alone", scripted=[ScriptedReply(text="hello back")])
     request = _request(agent, Message(role="user", content="hello"))
@@ -58,15 +58,15 @@ async def test_an_answer_is_written_for_a_workflow_that_does_not_carry_it():
     assert [m.content for m in await store.read(turn.transcript)] == ["hello", "hello back"]
 
 
-async def test_an_answer_with_tool_calls_is_written_at_once():
-    store = TranscriptStore(MemoryBlobs())
+async def test_an_answer_with_tool_calls_waits_for_the_next_call_too():
+    blobs = MemoryBlobs()
     call = ScriptedToolCall(name="echo", arguments={"text": "hi"})
     agent = AgentSpec(name="alone", tools=["echo"], scripted=[ScriptedReply(tool_calls=[call])])
     turn = await ActivityEnvironment().run(
-        ModelActivities(store).model_turn, _request(agent, Message(role="user", content="hello"))
+        ModelActivities(TranscriptStore(blobs)).model_turn, _request(agent, Message(role="user", content="hello"))
     )
-    assert turn.recorded and not turn.deferred and turn.transcript is not None
-    assert [m.role for m in await store.read(turn.transcript)] == ["user", "assistant"]
+    assert [c.name for c in turn.tool_calls] == ["echo"]
+    assert turn.deferred and _segments(blobs) == []
 
 
 async def test_a_request_that_carries_a_deferred_answer_writes_it_whatever_its_own_answer():
@@ -101,7 +101,8 @@ async def test_each_tool_calling_turn_of_a_session_writes_one_segment_and_the_mo
         histories = await session.histories()
         last = await model_request_at(time_skipping_env.client, histories, 2 * turns)
     assert answers == [f"answer {n}" for n in range(turns)]
-    assert last.transcript.segments == turns  # one write per turn: the call that chose the tool stores the turn
+    # One write per turn, by the call after the tool: the last call read those of the turns before its own.
+    assert last.transcript.segments == turns - 1
     # The last call received, over HTTP, every earlier message in order: each answer and tool result included.
     received = flavor.texts_of(script.requests[-1].body)
     said = [text for _, text in received if text]
@@ -111,3 +112,22 @@ async def test_each_tool_calling_turn_of_a_session_writes_one_segment_and_the_mo
     assert [text for text in said if text.startswith(("message", "answer"))] == expected
     results = flavor.results_of(script.requests[-1].body)
     assert [content for _, content in results] == [f"ping {n}" for n in range(turns)]
+
+
+async def test_a_run_writes_its_conversation_at_every_other_model_call(stalwart, worker_with):
+    calls = [ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"}) for n in range(4)]
+    agent = AgentSpec(
+        name="pinger",
+        tools=["echo"],
+        scripted=[*(ScriptedReply(tool_calls=[call]) for call in calls), ScriptedReply(text="done")],
+    )
+    async with worker_with():
+        handle = await stalwart.start(agent, "ping four times")
+        result = await handle.result()
+        histories = await handle.histories()
+        last = await model_request_at(stalwart.temporal, histories, 5)
+        seen = await handle.model_input(5)
+    assert result.answer == "done"
+    assert last.transcript.segments == 2  # calls 2 and 4 wrote; 1, 3 and 5 (the answer) did not
+    assert [m.role for m in seen.messages] == ["user", *["assistant", "tool"] * 4]
+    assert [r.content for m in seen.messages for r in m.tool_results] == [f"ping {n}" for n in range(4)]
