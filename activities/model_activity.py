@@ -138,8 +138,8 @@ class ModelActivities:
                 # and a message travels in two requests at most.
                 update = {"transcript": request.transcript, "context_ref": known, "recorded": False, "deferred": True}
                 return turn.model_copy(update=update)
-            # The new messages and this answer are stored together, once: the workflow need not send the answer
-            # back with the next call (each message enters history once, in the activity that produced it).
+            # The new messages (with any deferred call's) and this answer are stored together, once: the workflow
+            # sends none of them again.
             transcript, _ = await self.transcripts.append(
                 request.transcript, [*new, turn.as_message()]
             )  # `new` is already filled in; the segment keeps its stored results as references
@@ -199,6 +199,7 @@ class ModelActivities:
 
 
 def _carries_an_answer(request: ModelRequest) -> bool:
+    """Whether `request` carries a deferred call's answer: storing it now keeps every message to two requests."""
     return any(message.role == "assistant" for message in request.new_messages)
 
 
