@@ -801,7 +801,7 @@ class AgentWorkflow:
             self._transcript = turn.transcript
         self._context_ref = turn.context_ref or self._context_ref
         if turn.deferred:  # nothing stored: the next request carries what this one did, and the answer
-            self._unsent = [*self._unsent, turn.as_message()]
+            self._unsent = [*request.new_messages, turn.as_message()]
         else:
             self._unsent = [] if turn.recorded else [turn.as_message()]
         self._publish()
