@@ -36,7 +36,8 @@ from stalwart.activities import telemetry
 from stalwart.client.api import InvalidRunInput, StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 
 CONTEXT_INPUT = "a2a_context_id"
 """The run input that keeps the A2A context id, so `tasks/get` can give it back after a restart."""

@@ -32,17 +32,8 @@ from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.model import Contract
-from stalwart.contracts.run import (
-    AgentResult,
-    RunEvent,
-    RunInput,
-    RunState,
-    StepRecord,
-    StopReason,
-    goal_problem,
-    message_problem,
-    missing_goal,
-)
+from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord, StopReason
+from stalwart.contracts.run_input import RunInput, goal_problem, message_problem, missing_goal
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent

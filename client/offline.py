@@ -22,7 +22,8 @@ from stalwart.contracts import names
 from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
-from stalwart.contracts.run import RunInput, RunState, StepRecord
+from stalwart.contracts.run import RunState, StepRecord
+from stalwart.contracts.run_input import RunInput
 
 if TYPE_CHECKING:
     from stalwart.client.reader import RunReader

@@ -31,23 +31,17 @@ from temporalio.converter import DataConverter, decode_typed_search_attributes
 from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
 from stalwart.contracts.approvals import PendingApproval
-from stalwart.contracts.run import (
-    AgentResult,
-    RunEvent,
-    RunHeading,
-    RunInput,
-    RunState,
-    StepArchive,
-    StepRecord,
-    run_metrics,
-)
+from stalwart.contracts.model import Contract
+from stalwart.contracts.run import AgentResult, RunEvent, RunHeading, RunState, StepArchive, StepRecord, run_metrics
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
 
+    from stalwart.contracts.run_input import RunInput
+
 _QUERY_ATTEMPTS = 6
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
-_Input = TypeVar("_Input", RunInput, RunHeading)
+_Input = TypeVar("_Input", bound=Contract)
 _STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
 
 
@@ -186,6 +180,8 @@ class RunReader:
 
     async def run_input(self) -> RunInput:
         """What the run was started with (agent spec, goal, inputs), read from its first history event."""
+        from stalwart.contracts.run_input import RunInput  # the agent spec's contracts: not needed to show a run
+
         return await self._first_input(RunInput)
 
     async def pending_approvals(self) -> list[PendingApproval]:

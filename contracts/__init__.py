@@ -1,44 +1,15 @@
 """Data contracts shared by workflows, activities, workers and clients.
 
-Everything here is plain data (pydantic models and constants): importing it
-does no I/O, so workflow code can use it inside the sandbox.
+Everything here is plain data (pydantic models and constants): importing it does no I/O, so workflow code can
+use it inside the sandbox. Each module is imported on its own, and this package imports none of them: reading a
+finished run (`stalwart show`) loads the contracts of a run's record, not those of the agent spec. The names a
+user needs are exported by `stalwart` itself.
+
+- `agent`: the agent spec an agent file describes (`AgentSpec`, `Budgets`, ...).
+- `run_input`: what a run starts with (`RunInput`), and what continue-as-new carries.
+- `run`: what a run records (`StepRecord`, `RunState`, `AgentResult`, `RunEvent`).
+- `messages`: the conversation (`Message`, `ToolCall`, `ToolResult`, `AssistantTurn`, `Usage`).
+- `activities`: the inputs and outputs of the model and tool activities.
+- `tools`, `approvals`, `stream`, `a2a`, `tracing`, `names`: one subject each; `converter`, `model`, `wire`: how
+  the contracts travel.
 """
-
-from stalwart.contracts.activities import (
-    DescribeToolsRequest,
-    DescribeToolsResult,
-    ModelContext,
-    ModelRequest,
-    ToolRequest,
-)
-from stalwart.contracts.agent import ActionFormat, AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SubAgent
-from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
-from stalwart.contracts.run import AgentResult, RunEvent, RunInput, RunState, RunStatus, StepRecord, StopReason
-from stalwart.contracts.tools import ToolSpec
-
-__all__ = [
-    "ActionFormat",
-    "AgentResult",
-    "AgentSpec",
-    "AssistantTurn",
-    "Budgets",
-    "DescribeToolsRequest",
-    "DescribeToolsResult",
-    "Message",
-    "ModelContext",
-    "ModelRequest",
-    "RunEvent",
-    "RunInput",
-    "RunState",
-    "RunStatus",
-    "ScriptedReply",
-    "ScriptedToolCall",
-    "StepRecord",
-    "StopReason",
-    "SubAgent",
-    "ToolCall",
-    "ToolRequest",
-    "ToolResult",
-    "ToolSpec",
-    "Usage",
-]

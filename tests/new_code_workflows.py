@@ -17,7 +17,8 @@ from temporalio import activity, workflow
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts.run import AgentResult, StopReason, TurnInProgress
+    from stalwart.contracts.run import AgentResult, StopReason
+    from stalwart.contracts.run_input import TurnInProgress
     from stalwart.workflows import AgentWorkflow
     from stalwart.workflows.agent import NO_INPUT
 

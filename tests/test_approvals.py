@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from stalwart.activities.tools import tool
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 
 from support.approvals import until_pending
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping
 

@@ -15,8 +15,7 @@ from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR
 from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
 from stalwart.client.replay import STORAGE_FOLDER, chain_histories, export_run, replay_files, replay_live
-from stalwart.contracts import AgentSpec, ScriptedReply
-from stalwart.contracts.agent import SessionSettings
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, SessionSettings
 from stalwart.workers.worker import build_worker
 
 from support.repo_paths import AGENTS_DIR

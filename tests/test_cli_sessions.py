@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -555,10 +556,11 @@ async def test_show_imports_neither_the_worker_nor_a_provider_sdk_nor_the_dev_se
 ):
     """`show` only reads, through the service client (`client/reader.py`): the SDK's `Client` would be a third of
     its start. So it reads a live session (a query to its worker), the same session with no worker running (from
-    its history) and a finished run (its recorded result)."""
-    heavy = (*HEAVY, "temporalio.client")
+    its history) and a finished run (its recorded result). Only the offline one rebuilds the run from its input,
+    so only it loads the agent spec's contracts, the largest of them (`contracts/run_input.py`)."""
 
-    def show(run_id: str) -> list[str]:
+    def show(run_id: str, *, offline: bool = False) -> list[str]:
+        heavy = (*HEAVY, "temporalio.client", *(() if offline else ("stalwart.contracts.agent",)))
         return _imports_of("show", run_id, "--json", "--address", dev_env.address, heavy=heavy)
 
     async with build_worker(dev_env.client, task_queue=task_queue):  # a running session answers through a worker
@@ -568,7 +570,7 @@ async def test_show_imports_neither_the_worker_nor_a_provider_sdk_nor_the_dev_se
         live = await asyncio.to_thread(show, session.run_id)
         finished = await client.start(AGENTS_DIR / "calculator.toml", "What is (17 * 23) + 4?")
         await finished.result()
-    offline = await asyncio.to_thread(show, session.run_id)
+    offline = await asyncio.to_thread(functools.partial(show, session.run_id, offline=True))
     assert (live, offline, await asyncio.to_thread(show, finished.run_id)) == ([], [], [])
 
 

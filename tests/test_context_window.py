@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from stalwart.activities.context_window import model_window
-from stalwart.contracts import AgentSpec, Message, ScriptedReply, ToolCall, ToolResult
-from stalwart.contracts.agent import ContextSettings, SessionSettings
+from stalwart.contracts.agent import AgentSpec, ContextSettings, ScriptedReply, SessionSettings
+from stalwart.contracts.messages import Message, ToolCall, ToolResult
 
 
 def _agent(**context: object) -> AgentSpec:

@@ -17,7 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
 from stalwart.client.api import RunHandle, StalwartClient
-from stalwart.contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.run import AgentResult
 
 TESTS_DIR = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3", "r4"]

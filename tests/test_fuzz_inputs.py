@@ -23,7 +23,7 @@ from stalwart.client.agent_files import AgentFileError, check_agent
 from stalwart.client.api import StalwartClient
 from stalwart.client.cli import EXIT_OK, EXIT_USAGE, main
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.run import RunInput
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 from support.repo_paths import AGENTS_DIR

@@ -15,7 +15,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from stalwart.client.api import InvalidRunInput, StalwartClient
 from stalwart.contracts.agent import DEFAULT_MAX_MESSAGE_CHARS, AgentSpec, ScriptedReply
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 
 LIMIT = 100
 

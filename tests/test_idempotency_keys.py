@@ -9,8 +9,7 @@ from temporalio import activity
 
 from stalwart.activities.tools import ToolContext, tool
 from stalwart.activities.tools.registry import RetryableToolError
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import SessionSettings
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
 
 seen: list[tuple[str, int]] = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from stalwart.contracts.run import RunInput
+from stalwart.contracts.run_input import RunInput
 
 from support.repo_paths import REPO
 
@@ -16,6 +16,6 @@ def test_the_published_input_schema_is_the_current_one():
     current = RunInput.model_json_schema()
     assert published == current, (
         "docs/run-input.schema.json is stale; regenerate it with "
-        "`python -c 'import json; from stalwart.contracts.run import RunInput; "
+        "`python -c 'import json; from stalwart.contracts.run_input import RunInput; "
         "print(json.dumps(RunInput.model_json_schema(), indent=2, sort_keys=True))' > docs/run-input.schema.json`"
     )

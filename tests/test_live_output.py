@@ -6,7 +6,7 @@ import io
 from datetime import UTC, datetime
 
 from stalwart.client.render import LiveLine
-from stalwart.contracts import StepRecord
+from stalwart.contracts.run import StepRecord
 
 NOW = datetime.now(UTC)
 

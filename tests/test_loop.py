@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from stalwart.activities.tools import ToolContext, tool
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 
 
 def call(name: str, **arguments: object) -> ScriptedToolCall:

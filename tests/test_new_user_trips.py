@@ -78,9 +78,10 @@ async def test_new_user_trips_a_run_started_by_another_client_shows_its_agent_an
 ):
     """A run started without Stalwart's client (the `temporal` CLI, another SDK) has no static summary: only the
     starter can set that. The workflow sets its current details itself, so the UI still shows agent and goal."""
-    from stalwart.contracts import AgentSpec, ScriptedReply
+    from stalwart.contracts.agent import AgentSpec, ScriptedReply
     from stalwart.contracts.names import WORKFLOW_TYPE
-    from stalwart.contracts.run import AgentResult, RunInput
+    from stalwart.contracts.run import AgentResult
+    from stalwart.contracts.run_input import RunInput
 
     agent = AgentSpec(name="plain-start", scripted=[ScriptedReply(text="4")])
     client = time_skipping_env.client

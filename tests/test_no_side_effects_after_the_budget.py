@@ -20,8 +20,8 @@ from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools.registry import RetryableToolError, ToolContext, tool
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import BUDGET_OVER, AgentContext, ModelRequest, ToolRequest
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
 from stalwart.workers.plugin import default_tool_registry
 from stalwart.workflows import AgentWorkflow

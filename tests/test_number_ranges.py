@@ -31,7 +31,8 @@ from stalwart.contracts.agent import (
     SessionSettings,
 )
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools.registry import tool
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.workers.plugin import default_tool_registry
 from stalwart.workers.worker import build_worker
 from stalwart.workflows import AgentWorkflow

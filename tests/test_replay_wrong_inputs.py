@@ -171,7 +171,7 @@ async def test_export_where_the_stored_payloads_are_not_says_where_to_look_and_w
     file, which replay then could not read."""
     from stalwart.client.api import StalwartClient
     from stalwart.client.connection import connect
-    from stalwart.contracts import AgentSpec, ScriptedReply
+    from stalwart.contracts.agent import AgentSpec, ScriptedReply
     from stalwart.workers.worker import build_worker
 
     monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))

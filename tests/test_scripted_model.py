@@ -6,7 +6,9 @@ import pytest
 
 from stalwart.activities.providers.base import ModelConfigError
 from stalwart.activities.providers.scripted import ScriptedProvider, parse_mock_responses
-from stalwart.contracts import AgentSpec, Message, ModelContext, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.messages import Message
 from stalwart.contracts.tools import ToolSpec
 
 

@@ -20,7 +20,7 @@ import pytest
 from stalwart.activities.tools.registry import ToolContext, tool
 from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.workers.dev_server import DevServer, free_port
 from stalwart.workers.plugin import default_tool_registry
 from stalwart.workers.search_attributes import ensure_search_attributes

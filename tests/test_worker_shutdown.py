@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import McpStdioServer
+from stalwart.contracts.agent import AgentSpec, McpStdioServer, ScriptedReply, ScriptedToolCall
 
 from support.processes import still_running
 from wire_server.script import Reply, Stall

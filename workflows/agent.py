@@ -36,16 +36,18 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run import (
         AgentResult,
         ArchiveStepsRequest,
-        Carried,
-        QueuedMessage,
         RunEvent,
-        RunInput,
         RunMetrics,
         RunState,
         RunStatus,
         StepArchive,
         StepRecord,
         StopReason,
+    )
+    from stalwart.contracts.run_input import (
+        Carried,
+        QueuedMessage,
+        RunInput,
         TurnInProgress,
         message_problem,
         missing_goal,

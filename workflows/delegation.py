@@ -29,7 +29,8 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.a2a import A2ADelegateRequest, A2ADescribeRequest
     from stalwart.contracts.agent import AgentSpec, Budgets, SubAgent
     from stalwart.contracts.messages import ToolCall, ToolResult, Usage
-    from stalwart.contracts.run import AgentResult, RunInput
+    from stalwart.contracts.run import AgentResult
+    from stalwart.contracts.run_input import RunInput
     from stalwart.contracts.tools import ToolSpec
     from stalwart.workflows import a2a_policy as policy
     from stalwart.workflows import conversation, deadlines

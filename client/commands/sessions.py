@@ -107,7 +107,7 @@ async def _post(
     from temporalio.exceptions import WorkflowAlreadyStartedError
     from temporalio.service import RPCError, RPCStatusCode
 
-    from stalwart.contracts.run import message_problem
+    from stalwart.contracts.run_input import message_problem
 
     # A signal has no answer, so a refused one would be dropped unseen: refuse here what can be seen here.
     agent = spec

@@ -20,9 +20,9 @@ from temporalio.testing import ActivityEnvironment
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.client.a2a_server import A2AAgentServer
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.contracts import a2a as a2a_contract
 from stalwart.contracts.a2a import A2ADescribeRequest
+from stalwart.contracts.agent import AgentSpec, ScriptedReply
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import build_worker
 

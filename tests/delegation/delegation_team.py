@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import SubAgent
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SubAgent
 
 from support.hour_long_tool import tool_started
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from delegation_team import blocked_researcher, child_id, delegating, lead
 
-from stalwart.contracts import ScriptedReply
+from stalwart.contracts.agent import ScriptedReply
 from stalwart.contracts.run import AgentResult
 
 from support.hour_long_tool import hour_long_job, tool_started

@@ -14,7 +14,7 @@ import pytest
 from delegation_team import blocked_researcher, child_id, delegating, lead
 from temporalio.client import WorkflowHistory
 
-from stalwart.contracts import ScriptedReply
+from stalwart.contracts.agent import ScriptedReply
 from stalwart.contracts.run import AgentResult
 
 from support.hour_long_tool import hour_long_job, tool_started, unlock_time_skipping

@@ -11,7 +11,7 @@ from delegation_team import blocked_researcher, child_id, delegating, lead
 from temporalio.client import WorkflowExecutionStatus
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import ScriptedReply
+from stalwart.contracts.agent import ScriptedReply
 from stalwart.workers.worker import build_worker, default_registry
 
 from support.hour_long_tool import hour_long_job, tool_started

@@ -8,8 +8,8 @@ from delegation_team import researcher
 from stalwart.activities.protocols import fenced, json_actions
 from stalwart.activities.protocols.prompts import fenced_system_prompt, json_system_prompt
 from stalwart.activities.protocols.text_protocol import results_text
-from stalwart.contracts import AgentSpec, ScriptedReply, ToolResult
-from stalwart.contracts.agent import SubAgent
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, SubAgent
+from stalwart.contracts.messages import ToolResult
 from stalwart.contracts.tools import ToolSpec
 from stalwart.workflows.delegation import tool_specs
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from delegation_team import call
 
-from stalwart.contracts import AgentSpec, ScriptedReply
-from stalwart.contracts.agent import SubAgent
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, SubAgent
 
 
 def remote_lead(url: str) -> AgentSpec:

@@ -12,8 +12,7 @@ import pytest
 from delegation_team import call
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply
-from stalwart.contracts.agent import Budgets, SubAgent
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, SubAgent
 from stalwart.workers.worker import build_worker
 
 

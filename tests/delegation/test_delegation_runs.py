@@ -6,7 +6,7 @@ from delegation_team import RESEARCH, call, child_id, delegating, lead, research
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from stalwart.contracts import AgentSpec, ScriptedReply, SubAgent
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, SubAgent
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.workflows import AgentWorkflow
 

@@ -25,7 +25,7 @@ from temporalio.workflow import NondeterminismError
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.agent import AgentSpec, ScriptedReply
 from stalwart.workers.worker import build_worker
 
 from support import gate_tool

@@ -24,7 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.agent import AgentSpec, ScriptedReply
 from stalwart.workers.versioning import deployment_config, describe_deployment, set_current_version
 from stalwart.workers.worker import build_worker
 

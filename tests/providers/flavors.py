@@ -9,9 +9,10 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 from wire_server.server import Script

@@ -14,9 +14,9 @@ from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.transcripts import MemoryBlobs, TranscriptStore
 from stalwart.client.api import StalwartClient
 from stalwart.client.chain import model_request_at
-from stalwart.contracts import AgentSpec, Message, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import AgentContext, ModelRequest
-from stalwart.contracts.messages import TranscriptRef
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.messages import Message, TranscriptRef
 from stalwart.contracts.tools import ToolSpec
 from stalwart.workers.worker import build_worker
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flavors import Flavor, agent_for, start_run
 
-from stalwart.contracts import Budgets
+from stalwart.contracts.agent import Budgets
 from stalwart.workers.worker import build_worker
 
 from wire_server.script import Fail, Reply

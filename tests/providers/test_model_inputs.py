@@ -8,9 +8,9 @@ from temporalio.testing import ActivityEnvironment
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.transcripts import MemoryBlobs, TranscriptStore
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, Message, ScriptedReply
 from stalwart.contracts.activities import AgentContext, ModelRequest
-from stalwart.contracts.messages import TranscriptRef
+from stalwart.contracts.agent import AgentSpec, ScriptedReply
+from stalwart.contracts.messages import Message, TranscriptRef
 from stalwart.workers.worker import build_worker
 
 from wire_server.script import Call, Reply

@@ -24,7 +24,7 @@ from stalwart.activities.providers import (
 )
 from stalwart.activities.providers.errors import Target, translate
 from stalwart.activities.retry_after import retry_after_seconds
-from stalwart.contracts import AgentSpec, Budgets
+from stalwart.contracts.agent import AgentSpec, Budgets
 from stalwart.contracts.messages import Usage
 
 from wire_server.script import Call, Reply

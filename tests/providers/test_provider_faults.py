@@ -10,7 +10,7 @@ from flavors import Flavor, agent_for, run_agent
 
 from stalwart.activities.providers.base import ModelGarbledError
 from stalwart.client.render import print_result, step_line
-from stalwart.contracts import Budgets
+from stalwart.contracts.agent import Budgets
 
 from wire_server.script import Call, Garbage, Reply
 

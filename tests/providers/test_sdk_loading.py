@@ -14,7 +14,7 @@ import sys
 import stalwart.workers.worker  # everything a worker imports at start
 from stalwart.workers.plugin import StalwartPlugin
 from stalwart.activities import providers
-from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 
 StalwartPlugin()
 clients = providers.SdkClients()
@@ -27,7 +27,7 @@ print(sorted(sdk for sdk in ("openai", "anthropic") if sdk in sys.modules))
 FREEZE_PROBE = """
 import gc
 from stalwart.activities import providers
-from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 
 gc.collect()
 {freeze}

@@ -16,7 +16,8 @@ from flavors import FLAVORS, agent_for
 
 from stalwart.client.connection import connect
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.dev_server import DevServer, free_port
 from stalwart.workers.search_attributes import ensure_search_attributes
 from stalwart.workers.worker import build_worker

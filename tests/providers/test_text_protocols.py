@@ -12,7 +12,7 @@ from stalwart.activities.protocols.prompts import fenced_system_prompt, json_sys
 from stalwart.activities.providers.scripted import MOCK_ENV
 from stalwart.client.api import StalwartClient
 from stalwart.client.stream import AnswerDelta, stream_answer
-from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.tools import ToolSpec
 from stalwart.workers.worker import build_worker
 from stalwart.workflows.conversation import FINAL_RESPONSE_PROMPT

@@ -16,7 +16,7 @@ from stalwart.activities.providers.scripted import MOCK_ENV
 from stalwart.client.api import StalwartClient
 from stalwart.client.commands import runs
 from stalwart.client.stream import AnswerDelta, Progress
-from stalwart.contracts import AgentSpec, Budgets
+from stalwart.contracts.agent import AgentSpec, Budgets
 from stalwart.contracts.run import StepRecord
 from stalwart.workers.worker import build_worker
 from stalwart.workflows.conversation import FINAL_RESPONSE_PROMPT

@@ -9,8 +9,7 @@ from stalwart.activities.protocols import fenced, json_actions
 from stalwart.activities.protocols.prompts import fenced_system_prompt
 from stalwart.client.agent_files import load_agent
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec
-from stalwart.contracts.agent import LoopSettings
+from stalwart.contracts.agent import AgentSpec, LoopSettings
 from stalwart.workers.worker import build_worker
 
 ECHO_BLOCK = """I'll use the echo tool.

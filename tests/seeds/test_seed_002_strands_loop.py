@@ -13,9 +13,8 @@ from stalwart.activities.context_window import SUMMARY_HEADER, SUMMARY_INSTRUCTI
 from stalwart.activities.tools import tool
 from stalwart.client import cli
 from stalwart.client.commands import connecting, inspecting
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import ModelRequest
-from stalwart.contracts.agent import ContextSettings
+from stalwart.contracts.agent import AgentSpec, Budgets, ContextSettings, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import RunEvent
 

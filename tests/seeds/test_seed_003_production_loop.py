@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from stalwart.client.agent_files import load_agent
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import PERSISTENCE_PROMPT, LoopSettings
+from stalwart.contracts.agent import (
+    PERSISTENCE_PROMPT,
+    AgentSpec,
+    Budgets,
+    LoopSettings,
+    ScriptedReply,
+    ScriptedToolCall,
+)
 from stalwart.workers.worker import build_worker
 from stalwart.workflows.conversation import TOOL_REMINDER
 

@@ -6,7 +6,7 @@ import pytest
 
 from stalwart.activities.tools import tool
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.workers.worker import build_worker, default_registry
 
 MB = 1_000_000

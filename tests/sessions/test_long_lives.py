@@ -6,9 +6,8 @@ from datetime import UTC, timedelta
 
 import pytest
 
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import SessionSettings
-from stalwart.contracts.run import RunInput
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
+from stalwart.contracts.run_input import RunInput
 
 TWO_MIB = 2 * 1024 * 1024
 

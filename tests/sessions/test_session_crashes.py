@@ -23,10 +23,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHistory
 
 from stalwart.client.api import SessionHandle, StalwartClient
-from stalwart.contracts import AgentResult, AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import ModelRequest
-from stalwart.contracts.agent import SessionSettings
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall, SessionSettings
 from stalwart.contracts.names import MODEL_ACTIVITY
+from stalwart.contracts.run import AgentResult
 
 from support.session_crash_tools import entered_by, release
 

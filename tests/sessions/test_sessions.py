@@ -11,8 +11,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.tools import tool
 from stalwart.client.api import SessionClosed, SessionHandle, StalwartClient
-from stalwart.contracts import AgentResult, AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, names
-from stalwart.contracts.agent import SessionSettings
+from stalwart.contracts import names
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
+from stalwart.contracts.run import AgentResult
 from stalwart.workflows.policies import COUNTERS_EVERY
 
 

@@ -14,8 +14,7 @@ import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.agent import SessionSettings
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall, SessionSettings
 
 MESSAGE_SHAPE = "takes one argument, the message text as a JSON string"
 DECISION_SHAPE = 'the decision as a JSON object: {"call_id": "..."'

@@ -28,7 +28,7 @@ from stalwart.activities.storage.objects import LocalObjectClient
 from stalwart.activities.tools import tool
 from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.workers.dev_server import DevServer
 from stalwart.workers.worker import build_worker, default_registry
 
@@ -268,7 +268,7 @@ async def test_show_of_a_run_sealed_with_a_key_not_configured_here_names_the_key
     from temporalio.client import Client
 
     from stalwart.contracts.names import WORKFLOW_TYPE
-    from stalwart.contracts.run import RunInput
+    from stalwart.contracts.run_input import RunInput
 
     sealing = Keyring.parse(f"k9:{new_key()}")
     client = await Client.connect(dev_env.address, data_converter=stalwart_converter(encryption=sealing))
@@ -312,7 +312,7 @@ async def test_show_of_a_run_its_worker_cannot_decrypt_says_the_worker_fails_it_
     from temporalio.client import Client
 
     from stalwart.contracts.names import WORKFLOW_TYPE
-    from stalwart.contracts.run import RunInput
+    from stalwart.contracts.run_input import RunInput
 
     sealing, workers_key = f"k9:{new_key()}", f"k1:{new_key()}"
     queue = f"wrong-key-{uuid.uuid4().hex[:8]}"

@@ -9,7 +9,7 @@ from temporalio.client import WorkflowHistory
 from stalwart.activities import transcripts
 from stalwart.activities.tools import tool
 from stalwart.activities.transcripts import STORE_RESULTS_ABOVE_CHARS, MemoryBlobs, TranscriptError, TranscriptStore
-from stalwart.contracts import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.messages import Message, ToolCall, ToolResult, TranscriptRef
 from stalwart.contracts.run import AgentResult
 from stalwart.contracts.wire import Compact

@@ -13,7 +13,7 @@ from temporalio.worker import Worker, WorkerConfig
 from stalwart.activities.tools import tool
 from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.client.api import RunHandle
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall, SubAgent
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall, SubAgent
 from stalwart.workers.plugin import StalwartPlugin
 from stalwart.workers.worker import default_registry
 from stalwart.workflows import AgentWorkflow

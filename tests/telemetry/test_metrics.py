@@ -14,9 +14,10 @@ from test_traces import _team
 
 from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
-from stalwart.contracts import AgentSpec
+from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers import telemetry
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.search_attributes import ensure_search_attributes

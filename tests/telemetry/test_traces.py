@@ -13,10 +13,10 @@ import uuid
 import pytest
 from span_trees import signature, spans_of_trace, tree
 
-from stalwart.contracts import AgentSpec
-from stalwart.contracts.agent import SubAgent
+from stalwart.contracts.agent import AgentSpec, SubAgent
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 from wire_server.script import Call, Reply
@@ -127,8 +127,7 @@ async def test_replaying_every_workflow_task_gives_the_same_tree_without_duplica
 @pytest.mark.parametrize("cache", ["cached", "replaying every task"])
 async def test_a_session_is_a_span_per_run_with_a_turn_span_per_message(dev_env, traced, cache):
     from stalwart.client.api import StalwartClient
-    from stalwart.contracts import ScriptedReply
-    from stalwart.contracts.agent import SessionSettings
+    from stalwart.contracts.agent import ScriptedReply, SessionSettings
 
     turns = 5
     task_queue = f"tq-{uuid.uuid4().hex[:8]}"
@@ -171,7 +170,7 @@ async def test_an_a2a_delegation_to_a_stalwart_agent_is_one_trace_across_both(de
     from stalwart.client.a2a_server import A2AAgentServer
     from stalwart.client.api import StalwartClient
     from stalwart.client.connection import connect
-    from stalwart.contracts import ScriptedReply, ScriptedToolCall
+    from stalwart.contracts.agent import ScriptedReply, ScriptedToolCall
     from stalwart.workers.dev_server import free_port
 
     from support.a2a_http import serving

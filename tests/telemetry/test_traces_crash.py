@@ -22,7 +22,7 @@ from otlp_collector import Collector
 from span_trees import signature, spans_of_trace, tree
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 
 HERE = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3"]

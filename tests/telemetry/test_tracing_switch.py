@@ -10,9 +10,10 @@ import uuid
 from span_trees import spans_of_trace
 
 from stalwart.client.connection import connect
-from stalwart.contracts import AgentSpec, ScriptedReply
+from stalwart.contracts.agent import AgentSpec, ScriptedReply
 from stalwart.contracts.names import WORKFLOW_TYPE
-from stalwart.contracts.run import AgentResult, RunInput
+from stalwart.contracts.run import AgentResult
+from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 from support.fresh_python import printed_by

@@ -15,8 +15,8 @@ from stalwart.activities import secrets
 from stalwart.activities.a2a.activities import a2a_describe
 from stalwart.client.agent_files import AgentFileError, check_agent
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.a2a import A2ADescribeRequest
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.workers.worker import build_worker
 
 pytestmark = pytest.mark.slow

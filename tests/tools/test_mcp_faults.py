@@ -25,9 +25,8 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
 from stalwart.activities.tool_activities import ToolActivities
-from stalwart.contracts import AgentSpec, ScriptedReply
 from stalwart.contracts.activities import DescribeToolsRequest
-from stalwart.contracts.agent import McpHttpServer, McpStdioServer
+from stalwart.contracts.agent import AgentSpec, McpHttpServer, McpStdioServer, ScriptedReply
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import default_registry
 

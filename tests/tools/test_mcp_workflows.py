@@ -11,8 +11,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
 from stalwart.client.api import StalwartClient
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.activities import DescribeToolsResult
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.workers.worker import build_worker

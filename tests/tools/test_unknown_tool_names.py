@@ -17,7 +17,7 @@ from mcp_test_servers import stdio_demo
 from stalwart.activities.tools import tool
 from stalwart.client.api import InvalidRunInput
 from stalwart.client.cli import EXIT_USAGE, main
-from stalwart.contracts import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.contracts.run import AgentResult
 
