@@ -60,8 +60,9 @@ class CodecService:
                 {"error": f"origin {origin} may not use this codec server: add it with --origin"}, status_code=403
             )
         if self.token is not None:
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+            # The scheme is case-insensitive (RFC 7235): `bearer <token>` is the same credential.
+            scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 return JSONResponse(
                     {"error": "missing or wrong bearer token: send `Authorization: Bearer <token>`"},
                     status_code=401,

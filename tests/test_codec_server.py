@@ -108,6 +108,24 @@ async def test_a_wrong_or_missing_token_is_refused_and_the_right_one_decodes(tok
     assert right.status_code == 200 and values(right) == ["the goal"]
 
 
+async def test_the_token_scheme_is_read_without_regard_to_case_and_other_schemes_are_refused(token_url: str):
+    """`Authorization: bearer <token>` is the same credential as `Bearer` (RFC 7235); `Basic` with the token is not."""
+    encrypted = await stalwart_converter(encryption=KEYS).encode(["the goal"])
+    async with httpx.AsyncClient() as http:
+        answers = {
+            header: await http.post(f"{token_url}/decode", json=body(encrypted), headers={"Authorization": header})
+            for header in ("bearer s3cret", "BEARER  s3cret", "Basic s3cret", "s3cret", "Bearer s3cret extra")
+        }
+    assert {header: answer.status_code for header, answer in answers.items()} == {
+        "bearer s3cret": 200,
+        "BEARER  s3cret": 200,
+        "Basic s3cret": 401,
+        "s3cret": 401,
+        "Bearer s3cret extra": 401,
+    }
+    assert values(answers["bearer s3cret"]) == ["the goal"]
+
+
 async def test_encode_seals_what_the_ui_sends_and_decode_opens_it(codec_url: str):
     plain = await stalwart_converter().encode(["a signal from the UI"])
     async with httpx.AsyncClient() as http:
