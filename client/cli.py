@@ -484,6 +484,12 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("paths", nargs="*", type=Path, metavar="FILE_OR_DIR", help="history files or folders")
     replay.add_argument("--query", default=None, help="replay the live runs a visibility query matches")
     replay.add_argument("--since", default=None, help="with --query: only runs started within, e.g. 7d, 12h")
+    replay.add_argument(
+        "--limit",
+        type=_positive,
+        default=None,
+        help="with --query: at most this many runs, newest first (1000); says so when more match",
+    )
     _connection_options(replay)
     return parser
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,8 @@ from stalwart.workflows import AgentWorkflow
 from stalwart.workflows.failures import innermost_message
 
 STORAGE_FOLDER = "storage"
+LIVE_LIMIT = 1000
+"""Runs `replay --query` replays by default, the newest first."""
 _REFERENCE_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
 
 
@@ -200,29 +202,38 @@ async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (Agent
 
     `workflows` is for a test that proves a changed workflow is caught.
     """
-    outcomes = []
+    return [outcome async for outcome in replaying_files(paths, workflows)]
+
+
+async def replaying_files(
+    paths: Iterable[Path], workflows: Sequence[type] = (AgentWorkflow,)
+) -> AsyncIterator[ReplayOutcome]:
+    """`replay_files`, each outcome as soon as it is known: `stalwart replay` prints them as it goes."""
     for path in history_files(paths):
         history = read_history(path)
         beside = path.parent / STORAGE_FOLDER
         storage = StorageConfig(local_root=beside) if beside.is_dir() else None
-        outcomes.append(await _replay(history, path.name, storage, workflows))
-    return outcomes
+        yield await _replay(history, path.name, storage, workflows)
 
 
-async def replay_live(client: Client, query: str, limit: int = 1000) -> list[ReplayOutcome]:
-    """Replay the runs a visibility query matches, every run of each chain once, straight from the server.
+async def replay_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> list[ReplayOutcome]:
+    """Replay the runs a visibility query matches (the newest `limit`), every run of each chain once, straight
+    from the server.
 
     The query matches runs, and a chain that continued as new has several: each names the whole chain.
     """
-    outcomes = []
+    return [outcome async for outcome in replaying_live(client, query, limit)]
+
+
+async def replaying_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> AsyncIterator[ReplayOutcome]:
+    """`replay_live`, each outcome as soon as it is known: replaying a thousand runs takes minutes."""
     chains: set[str] = set()
     async for execution in client.list_workflows(query, limit=limit):
         if execution.id in chains:
             continue
         chains.add(execution.id)
         for history in await chain_histories(client, execution.id):
-            outcomes.append(await _replay(history, execution.id, None, (AgentWorkflow,)))
-    return outcomes
+            yield await _replay(history, execution.id, None, (AgentWorkflow,))
 
 
 async def _replay(

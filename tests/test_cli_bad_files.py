@@ -208,8 +208,9 @@ def test_an_input_number_longer_than_python_reads_is_kept_as_text():
         (["runs", "--limit", "-1"], "is not a whole number of 1 or more"),
         (["replay", "--since", "7d"], "error: give history files or folders, or --query\n"),
         (["replay", "some.json", "--since", "7d"], "--since chooses among the runs of --query"),
+        (["replay", "some.json", "--limit", "5"], "--limit chooses among the runs of --query"),
     ],
-    ids=["tools-without-dev", "runs-limit", "replay-nothing", "replay-since-with-files"],
+    ids=["tools-without-dev", "runs-limit", "replay-nothing", "replay-since-with-files", "replay-limit-with-files"],
 )
 def test_options_that_cannot_do_anything_are_refused_with_what_to_do(capsys, argv, said):
     with pytest.raises(SystemExit) if argv[0] == "runs" else contextlib.nullcontext():

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,28 @@ async def test_a_chain_that_continued_as_new_is_listed_exported_and_replayed_onc
     replayed = await replay_live(dev_env.client, f"{query} AND ExecutionStatus='ContinuedAsNew'")
     assert sorted(outcome.run_id for outcome in replayed) == sorted({outcome.run_id for outcome in replayed})
     assert len(replayed) == runs and all(outcome.ok for outcome in replayed)
+
+
+@pytest.mark.slow
+async def test_replay_of_a_query_says_how_many_runs_match_and_that_limit_leaves_the_oldest_out(dev_env, task_queue):
+    """Each run's line comes as soon as it is replayed, after a line saying how many the query matches; with more
+    matches than `--limit`, that line says the rest are left out instead of replaying the newest in silence."""
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    agent = AgentSpec(name=f"limited-{uuid.uuid4().hex[:8]}", scripted=[ScriptedReply(text="done")])
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        for n in range(3):
+            await (await client.start(agent, f"goal {n}")).result()
+    query = f'AgentName="{agent.name}"'
+
+    limited = stalwart("replay", "--query", query, "--limit", "2", address=dev_env.address)
+    whole = stalwart("replay", "--query", query, address=dev_env.address)
+
+    assert limited.returncode == 0, limited.stderr
+    assert [line.split()[0] for line in limited.stdout.splitlines()] == ["ok", "ok"]
+    assert limited.stderr.startswith("the query matches 3 runs: replaying the newest 2 (--limit)")
+    assert whole.returncode == 0, whole.stderr
+    assert len(whole.stdout.splitlines()) == 3
+    assert whole.stderr.startswith("replaying the 3 runs the query matches\n")
 
 
 def _keyless(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, UsageError, connecting
 
 if TYPE_CHECKING:
-    pass
+    from temporalio.client import Client
 
 
 async def export(args: argparse.Namespace) -> int:
@@ -40,27 +40,33 @@ async def export(args: argparse.Namespace) -> int:
 
 
 async def replay(args: argparse.Namespace) -> int:
-    from stalwart.client.replay import replay_files, replay_live
+    from stalwart.client.replay import LIVE_LIMIT, ReplayOutcome, replaying_files, replaying_live
 
     if bool(args.paths) == bool(args.query):
         either = "give history files or folders, or --query"
         print(f"error: {either}, not both" if args.paths else f"error: {either}", file=sys.stderr)
         return EXIT_USAGE
-    if args.since and not args.query:
-        print("error: --since chooses among the runs of --query; history files are replayed whole", file=sys.stderr)
+    if (args.since or args.limit is not None) and not args.query:
+        option = "--since" if args.since else "--limit"
+        print(f"error: {option} chooses among the runs of --query; history files are replayed whole", file=sys.stderr)
         return EXIT_USAGE
     if args.query:
         query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
         if args.since:
             query += f" AND StartTime > '{_since(args.since)}'"
-        outcomes = await replay_live((await connecting.client(args)).temporal, query)
+        temporal = (await connecting.client(args)).temporal
+        limit = LIVE_LIMIT if args.limit is None else args.limit
+        _say_how_many(await _matching(temporal, query), limit)
+        replaying = replaying_live(temporal, query, limit)
     else:
-        outcomes = await replay_files(args.paths)
-    for outcome in outcomes:
+        replaying = replaying_files(args.paths)
+    outcomes: list[ReplayOutcome] = []
+    async for outcome in replaying:  # each line as soon as its run is replayed: a long replay shows its progress
+        outcomes.append(outcome)
         verdict = "ok" if outcome.ok else "CANNOT READ" if outcome.unreadable else "DIVERGES"
-        print(f"{verdict}  {outcome.name} {outcome.run_id}")
+        print(f"{verdict}  {outcome.name} {outcome.run_id}", flush=True)
         if outcome.divergence or outcome.unreadable:
-            print(f"    {outcome.divergence or outcome.unreadable}")
+            print(f"    {outcome.divergence or outcome.unreadable}", flush=True)
     diverged = sum(o.divergence is not None for o in outcomes)
     unreadable = sum(o.unreadable is not None for o in outcomes)
     failed = diverged + unreadable
@@ -81,6 +87,30 @@ async def replay(args: argparse.Namespace) -> int:
             )
         return EXIT_RUN_FAILED
     return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+async def _matching(temporal: Client, query: str) -> int | None:
+    """How many runs `query` matches, or None from a server whose visibility store cannot count."""
+    from temporalio.service import RPCError
+
+    try:
+        return (await temporal.count_workflows(query)).count
+    except RPCError:
+        return None
+
+
+def _say_how_many(matching: int | None, limit: int) -> None:
+    """What a replay of the query's runs is about to do, and whether `limit` leaves some out."""
+    if matching is None or matching == 0:
+        return
+    if matching > limit:
+        print(
+            f"the query matches {matching:,} runs: replaying the newest {limit:,} (--limit); narrow it with --since "
+            "or a tighter --query, or raise --limit",
+            file=sys.stderr,
+        )
+    else:
+        print(f"replaying the {matching:,} run{'s' if matching != 1 else ''} the query matches", file=sys.stderr)
 
 
 def _since(text: str) -> str:
