@@ -15,17 +15,34 @@ from stalwart.contracts.activities import ModelContext, ModelRequest
 from stalwart.contracts.names import MODEL_ACTIVITY
 
 
-async def chain_histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
-    """The histories of every run of the chain that ends in `workflow_id`'s latest run, oldest first."""
-    histories: list[WorkflowHistory] = []
-    run_id: str | None = None
-    while True:
-        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-        histories.append(history)
-        started = history.events[0].workflow_execution_started_event_attributes
-        run_id = started.continued_execution_run_id or None
-        if run_id is None:
-            return list(reversed(histories))
+async def chain_histories(client: Client, workflow_id: str, run_id: str | None = None) -> list[WorkflowHistory]:
+    """The histories of every run of the chain that run `run_id` of `workflow_id` belongs to (by default, the chain
+    of its latest run), oldest first.
+
+    A workflow id is free again once its run has closed (a session started anew under the same id): each use of it
+    is a chain of its own, and a run in the middle of a chain has runs after it as well as before.
+    """
+    fetch = client.get_workflow_handle
+    chosen = await fetch(workflow_id, run_id=run_id).fetch_history()
+    earlier: list[WorkflowHistory] = []
+    first = chosen
+    while previous := first.events[0].workflow_execution_started_event_attributes.continued_execution_run_id:
+        first = await fetch(workflow_id, run_id=previous).fetch_history()
+        earlier.append(first)
+    later: list[WorkflowHistory] = []
+    last = chosen
+    while following := _continued_as(last):
+        last = await fetch(workflow_id, run_id=following).fetch_history()
+        later.append(last)
+    return [*reversed(earlier), chosen, *later]
+
+
+def _continued_as(history: WorkflowHistory) -> str | None:
+    """The run `history`'s run continued as, if it closed so."""
+    closed = history.events[-1]
+    if not closed.HasField("workflow_execution_continued_as_new_event_attributes"):
+        return None
+    return closed.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
 
 
 async def model_request_at(client: Client, histories: list[WorkflowHistory], step: int) -> ModelRequest:

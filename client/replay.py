@@ -220,19 +220,21 @@ async def replay_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> li
     """Replay the runs a visibility query matches (the newest `limit`), every run of each chain once, straight
     from the server.
 
-    The query matches runs, and a chain that continued as new has several: each names the whole chain.
+    The query matches runs, and a chain that continued as new has several: each names the whole chain. A workflow
+    id used again after its run closed names a chain of its own each time: each chain the query matches is
+    replayed, not only the id's latest.
     """
     return [outcome async for outcome in replaying_live(client, query, limit)]
 
 
 async def replaying_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> AsyncIterator[ReplayOutcome]:
     """`replay_live`, each outcome as soon as it is known: replaying a thousand runs takes minutes."""
-    chains: set[str] = set()
+    replayed: set[str] = set()  # run ids: the query may match several runs of one chain
     async for execution in client.list_workflows(query, limit=limit):
-        if execution.id in chains:
+        if execution.run_id in replayed:
             continue
-        chains.add(execution.id)
-        for history in await chain_histories(client, execution.id):
+        for history in await chain_histories(client, execution.id, execution.run_id):
+            replayed.add(history.run_id)
             yield await _replay(history, execution.id, None, (AgentWorkflow,))
 
 

@@ -99,6 +99,37 @@ async def test_replay_of_a_query_says_how_many_runs_match_and_that_limit_leaves_
     assert whole.stderr.startswith("replaying the 3 runs the query matches\n")
 
 
+@pytest.mark.slow
+async def test_a_workflow_id_used_again_after_its_session_closed_is_replayed_as_each_of_its_chains(dev_env, task_queue):
+    """A session closed and started again under the same id is two chains: a query matching both replays both,
+    and each chain's runs once, not the id's latest chain alone."""
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    session_id = f"reused-{uuid.uuid4().hex[:8]}"
+    agent = AgentSpec(
+        name="reused",
+        scripted=[ScriptedReply(text=f"reply {n}") for n in range(8)],
+        session=SessionSettings(continue_as_new_events=20),
+    )
+    chains = []
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        for _ in range(2):
+            session = await client.start_session(agent, session_id=session_id)
+            for n in range(7):
+                await session.send(f"message {n}")
+            await session.close()
+            chains.append(await chain_histories(dev_env.client, session_id))
+    first, second = ({history.run_id for history in chain} for chain in chains)
+    assert first and second and not first & second, "two chains, each of its own runs"
+    assert len(chains[0]) >= 3, "the first chain has a run in its middle"
+
+    replayed = await replay_live(dev_env.client, f'WorkflowId="{session_id}"')
+
+    assert sorted(outcome.run_id for outcome in replayed) == sorted(first | second)
+    assert all(outcome.ok for outcome in replayed)
+    from_its_middle = await chain_histories(dev_env.client, session_id, chains[0][1].run_id)
+    assert [history.run_id for history in from_its_middle] == [history.run_id for history in chains[0]]
+
+
 def _keyless(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEYS_VAR, raising=False)
     monkeypatch.delenv(KEY_FILE_VAR, raising=False)
