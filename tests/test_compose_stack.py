@@ -359,6 +359,16 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
     assert imported.returncode == 0, imported.stderr
 
 
+def test_every_published_port_is_on_this_machines_loopback_only():
+    """Temporal's frontend takes any client's commands (start a run with the worker's model keys, terminate one),
+    and MinIO and PostgreSQL ship with the passwords this file names: published on every interface, anyone on the
+    network could use them. The README's table gives each as localhost:PORT, which loopback serves."""
+    published = {name: spec.get("ports") or [] for name, spec in services().items()}
+    exposed = {name: ports for name, ports in published.items() if any(p.get("host_ip") != "127.0.0.1" for p in ports)}
+    assert exposed == {}
+    assert any(published.values())
+
+
 def test_the_codec_server_which_decrypts_for_anyone_who_reaches_it_is_published_on_the_loopback_only():
     """It has no token (the Web UI sends its own login's), and a request with no Origin header is served: published
     on every interface, anyone on the network could decrypt the whole history. The UI calls it from the browser of
