@@ -47,6 +47,26 @@ def test_importing_stalwart_imports_no_provider_sdk_and_starts_nothing():
     assert result.stdout.strip() == "[] 1"
 
 
+def test_the_contracts_package_loads_no_contract_module_until_a_name_it_exports_is_used():
+    """`from stalwart.contracts import AgentSpec` still works, as it did when the package imported every module; the
+    package alone loads none of them, so a reader of runs (`stalwart show`) never builds the agent spec's."""
+    probe = (
+        "import sys, stalwart.contracts as c;"
+        "loaded = sorted(m for m in sys.modules if m.startswith('stalwart.contracts.'));"
+        "homes = {name: getattr(c, name).__module__ for name in c.__all__ if isinstance(getattr(c, name), type)};"
+        "print(loaded, sorted(set(homes.values())))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
+    loaded, homes = result.stdout.strip().split("] [")
+    assert loaded == "["
+    assert "stalwart.contracts.agent" in homes and "stalwart.contracts.run_input" in homes
+
+
+def test_a_name_the_contracts_package_does_not_export_is_an_import_error():
+    with pytest.raises(ImportError, match="StalwartClient"):
+        from stalwart.contracts import StalwartClient  # type: ignore[attr-defined]  # noqa: F401
+
+
 def test_every_package_folder_is_listed_for_installation():
     """A new subpackage left out of pyproject's list would be missing from the installed `stalwart`."""
     listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
