@@ -43,8 +43,7 @@ def test_importing_stalwart_imports_no_provider_sdk_and_starts_nothing():
         " if m in sys.modules];"
         "print(heavy, threading.active_count())"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
-    assert result.stdout.strip() == "[] 1"
+    assert _in_a_fresh_interpreter(probe) == "[] 1"
 
 
 def test_the_contracts_package_loads_no_contract_module_until_a_name_it_exports_is_used():
@@ -56,8 +55,7 @@ def test_the_contracts_package_loads_no_contract_module_until_a_name_it_exports_
         "homes = {name: getattr(c, name).__module__ for name in c.__all__ if isinstance(getattr(c, name), type)};"
         "print(loaded, sorted(set(homes.values())))"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
-    loaded, homes = result.stdout.strip().split("] [")
+    loaded, homes = _in_a_fresh_interpreter(probe).split("] [")
     assert loaded == "["
     assert "stalwart.contracts.agent" in homes and "stalwart.contracts.run_input" in homes
 
@@ -65,6 +63,13 @@ def test_the_contracts_package_loads_no_contract_module_until_a_name_it_exports_
 def test_a_name_the_contracts_package_does_not_export_is_an_import_error():
     with pytest.raises(ImportError, match="StalwartClient"):
         from stalwart.contracts import StalwartClient  # type: ignore[attr-defined]  # noqa: F401
+
+
+def _in_a_fresh_interpreter(probe: str) -> str:
+    """What `probe` prints, run by a new interpreter outside the repository (so it imports the installed package)."""
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/"
+    ).stdout.strip()
 
 
 def test_every_package_folder_is_listed_for_installation():
