@@ -79,8 +79,8 @@ async def test_a_chain_that_continued_as_new_is_listed_exported_and_replayed_onc
 
 @pytest.mark.slow
 async def test_replay_of_a_query_says_how_many_runs_match_and_that_limit_leaves_the_oldest_out(dev_env, task_queue):
-    """Each run's line comes as soon as it is replayed, after a line saying how many the query matches; with more
-    matches than `--limit`, that line says the rest are left out instead of replaying the newest in silence."""
+    """A first line says how many runs the query matches; with more matches than `--limit`, it says the oldest are
+    left out instead of replaying the newest in silence, and only `--limit` runs are replayed."""
     client = StalwartClient(dev_env.client, task_queue=task_queue)
     agent = AgentSpec(name=f"limited-{uuid.uuid4().hex[:8]}", scripted=[ScriptedReply(text="done")])
     async with build_worker(dev_env.client, task_queue=task_queue):
