@@ -468,7 +468,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run or session to export")
     export.add_argument("-o", "--output", type=Path, default=Path("histories"), help="folder (default: histories/)")
-    export.add_argument("--query", default=None, help="export every run a visibility query matches instead")
+    export.add_argument(
+        "--query",
+        default=None,
+        help="export the chain of every run a visibility query matches (the newest 1000) instead",
+    )
     _connection_options(export)
 
     replay = command(

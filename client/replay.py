@@ -64,19 +64,52 @@ class NotAStalwartRun(ExportError):
     """A run id given to export that names a workflow of another type: the message says how to find agent runs."""
 
 
-def history_file_name(workflow_id: str, index: int) -> str:
-    """`{workflow id}.{nnn}.json`, one per run of the chain; slashes (sub-agent ids) become `__`."""
-    return f"{re.sub(r'[^A-Za-z0-9._-]', '__', workflow_id)}.{index:03d}.json"
+def history_file_name(workflow_id: str, index: int, chain: str | None = None) -> str:
+    """`{workflow id}.{nnn}.json`, one per run of the chain; slashes (sub-agent ids) become `__`.
+
+    With `chain` (its first run's id), `{workflow id}.{chain}.{nnn}.json`: an older chain of a workflow id used
+    again, whose files would otherwise overwrite the newer chain's."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "__", workflow_id)
+    return f"{name}.{chain}.{index:03d}.json" if chain else f"{name}.{index:03d}.json"
 
 
 async def export_run(
-    client: Client, workflow_id: str, out_dir: str | Path, storage: StorageConfig | None = None
+    client: Client,
+    workflow_id: str,
+    out_dir: str | Path,
+    storage: StorageConfig | None = None,
+    *,
+    run_id: str | None = None,
 ) -> list[Path]:
-    """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name.
+    """Write every run of the chain as a history file in `out_dir`, with the stored payloads they name; the chain
+    of run `run_id` of `workflow_id`, by default of its latest run.
 
     Nothing is written for a run that is not there, not a Stalwart run, or whose stored payloads are not where
     this process looks: replay would only refuse the files."""
-    histories = await chain_histories(client, workflow_id)
+    return await _export_chain(await chain_histories(client, workflow_id, run_id), workflow_id, out_dir, storage)
+
+
+async def export_matching(
+    client: Client, query: str, out_dir: str | Path, limit: int = LIVE_LIMIT, storage: StorageConfig | None = None
+) -> AsyncIterator[Path]:
+    """`export_run` for each chain of the runs a visibility query matches (the newest `limit`), each file as it is
+    written. A workflow id used again names a chain of its own each time: the newest keeps the plain file names,
+    and each older one's names carry its first run's id."""
+    exported: set[str] = set()  # workflow ids
+    async for workflow_id, histories in matching_chains(client, query, limit):
+        chain = histories[0].run_id if workflow_id in exported else None
+        exported.add(workflow_id)
+        for path in await _export_chain(histories, workflow_id, out_dir, storage, chain):
+            yield path
+
+
+async def _export_chain(
+    histories: list[WorkflowHistory],
+    workflow_id: str,
+    out_dir: str | Path,
+    storage: StorageConfig | None,
+    chain: str | None = None,
+) -> list[Path]:
     workflow_type = histories[0].events[0].workflow_execution_started_event_attributes.workflow_type.name
     if workflow_type != WORKFLOW_TYPE:
         raise NotAStalwartRun(
@@ -104,7 +137,7 @@ async def export_run(
         target.write_bytes(data)
     written = []
     for index, history in enumerate(histories):
-        path = out_dir / history_file_name(workflow_id, index)
+        path = out_dir / history_file_name(workflow_id, index, chain)
         # The workflow id is kept with the events: sub-agents' ids derive from it, so replay needs it.
         record = {"workflowId": history.workflow_id, "history": json.loads(history.to_json())}
         path.write_text(json.dumps(record) + "\n")
@@ -229,13 +262,21 @@ async def replay_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> li
 
 async def replaying_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> AsyncIterator[ReplayOutcome]:
     """`replay_live`, each outcome as soon as it is known: replaying a thousand runs takes minutes."""
-    replayed: set[str] = set()  # run ids: the query may match several runs of one chain
+    async for workflow_id, histories in matching_chains(client, query, limit):
+        for history in histories:
+            yield await _replay(history, workflow_id, None, (AgentWorkflow,))
+
+
+async def matching_chains(client: Client, query: str, limit: int) -> AsyncIterator[tuple[str, list[WorkflowHistory]]]:
+    """The workflow id and the histories of each chain of the runs `query` matches (the newest `limit` runs), each
+    chain once: the query may match several runs of one chain, and each names the whole chain."""
+    seen: set[str] = set()  # run ids
     async for execution in client.list_workflows(query, limit=limit):
-        if execution.run_id in replayed:
+        if execution.run_id in seen:
             continue
-        for history in await chain_histories(client, execution.id, execution.run_id):
-            replayed.add(history.run_id)
-            yield await _replay(history, execution.id, None, (AgentWorkflow,))
+        histories = await chain_histories(client, execution.id, execution.run_id)
+        seen.update(history.run_id for history in histories)
+        yield execution.id, histories
 
 
 async def _replay(

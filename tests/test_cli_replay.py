@@ -100,9 +100,11 @@ async def test_replay_of_a_query_says_how_many_runs_match_and_that_limit_leaves_
 
 
 @pytest.mark.slow
-async def test_a_workflow_id_used_again_after_its_session_closed_is_replayed_as_each_of_its_chains(dev_env, task_queue):
-    """A session closed and started again under the same id is two chains: a query matching both replays both,
-    and each chain's runs once, not the id's latest chain alone."""
+async def test_a_workflow_id_used_again_after_its_session_closed_is_replayed_and_exported_as_each_of_its_chains(
+    dev_env, task_queue, tmp_path
+):
+    """A session closed and started again under the same id is two chains: a query matching both replays both, and
+    exports both, each chain's runs once, not the id's latest chain alone (whose files would overwrite the other's)."""
     client = StalwartClient(dev_env.client, task_queue=task_queue)
     session_id = f"reused-{uuid.uuid4().hex[:8]}"
     agent = AgentSpec(
@@ -128,6 +130,17 @@ async def test_a_workflow_id_used_again_after_its_session_closed_is_replayed_as_
     assert all(outcome.ok for outcome in replayed)
     from_its_middle = await chain_histories(dev_env.client, session_id, chains[0][1].run_id)
     assert [history.run_id for history in from_its_middle] == [history.run_id for history in chains[0]]
+
+    exported = stalwart(
+        "history", "export", "--query", f'WorkflowId="{session_id}"', "-o", str(tmp_path), address=dev_env.address
+    )
+    assert exported.returncode == 0, exported.stderr
+    files = [Path(line) for line in exported.stdout.split()]
+    assert len(set(files)) == len(first | second), "a file for each run of both chains"
+    older = {path.name for path in files if chains[0][0].run_id in path.name}
+    assert len(older) == len(first), "the older chain's files are named after its first run"
+    replayed_files = await replay_files([tmp_path])
+    assert sorted(o.run_id for o in replayed_files) == sorted(first | second) and all(o.ok for o in replayed_files)
 
 
 def _keyless(monkeypatch: pytest.MonkeyPatch) -> None:

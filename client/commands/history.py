@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 async def export(args: argparse.Namespace) -> int:
-    from stalwart.client.replay import export_run
+    from stalwart.client.replay import LIVE_LIMIT, export_matching, export_run
 
     if (args.run_id is None) == (args.query is None):
         print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
@@ -23,19 +23,23 @@ async def export(args: argparse.Namespace) -> int:
             f"-o names a folder, and {args.output} is a file: each run of a chain is a file of its own in it, "
             "named after the run (-o tests/histories)"
         )
-    stalwart = await connecting.client(args)
-    # Each chain once: a query naming `ExecutionStatus` lists every run of a chain, and each names the whole chain.
-    ids = [args.run_id] if args.run_id else list(dict.fromkeys(r.run_id for r in await stalwart.list(args.query, 1000)))
-    if not ids:  # nothing written is no success: a CI job that records fixtures so would go on without them
+    temporal = (await connecting.client(args)).temporal
+    if args.run_id:
+        for path in await export_run(temporal, args.run_id, args.output):
+            print(path)
+        return EXIT_OK
+    written = 0
+    query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
+    async for path in export_matching(temporal, query, args.output, LIVE_LIMIT):
+        print(path, flush=True)  # each file as it is written: a thousand runs take a while
+        written += 1
+    if not written:  # nothing written is no success: a CI job that records fixtures so would go on without them
         print(
             f"error: no run matches --query {args.query!r}: nothing exported; `stalwart runs --query` shows what a "
             "query matches",
             file=sys.stderr,
         )
         return EXIT_RUN_FAILED
-    for run_id in ids:
-        for path in await export_run(stalwart.temporal, run_id, args.output):
-            print(path)
     return EXIT_OK
 
 
