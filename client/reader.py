@@ -16,11 +16,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import HistoryEventFilterType, TaskQueueType, WorkflowExecutionStatus
+from temporalio.api.enums.v1 import HistoryEventFilterType, WorkflowExecutionStatus
 from temporalio.api.query.v1 import WorkflowQuery
-from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
-    DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
     GetWorkflowExecutionHistoryRequest,
@@ -30,6 +28,7 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter, decode_typed_search_attributes
 from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
+from stalwart.client.pollers import workers_polling
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunHeading, RunState, StepArchive, StepRecord, run_metrics
@@ -41,6 +40,9 @@ if TYPE_CHECKING:
 
 _QUERY_ATTEMPTS = 6
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
+_FIRST_TRY_TIMEOUT = timedelta(seconds=1)
+"""A worker that holds the run answers a query in milliseconds; when the first try of `_ask` times out, whether a
+worker polls at all decides between more tries and reading the run's history."""
 _Input = TypeVar("_Input", bound=Contract)
 _STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
 
@@ -60,22 +62,6 @@ def _unanswered(err: RPCError) -> bool:
         RPCStatusCode.CANCELLED,
         RPCStatusCode.FAILED_PRECONDITION,
     ) or "no poller" in str(err)
-
-
-async def workers_polling(service: WorkflowService, namespace: str, task_queue: str) -> bool | None:
-    """Whether any worker has polled `task_queue` for workflow tasks lately (a dead one stays listed a while), or
-    None when the server does not say."""
-    try:
-        described = await service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=namespace,
-                task_queue=TaskQueue(name=task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-    except RPCError:
-        return None
-    return bool(described.pollers)
 
 
 @dataclass(frozen=True)
@@ -329,13 +315,14 @@ class RunReader:
     async def _ask(self, name: str, result_type: Any) -> Any:
         """A live query, or `_Unanswered` when no worker answers it, instead of an error after half a minute.
 
-        A worker that polls answers at once. When the first try times out, a task queue without pollers
-        means no worker runs: `_Unanswered` at once. With pollers listed (a live worker, perhaps still
-        replaying the run after another died, or a dead one the server still lists for a while) the query
-        is tried as long as before, then given up on.
+        A worker that polls answers at once. When the first try times out, a task queue without live pollers
+        (`client/pollers.py`: a worker that stopped cleanly is not one) means no worker runs: `_Unanswered` at
+        once. With pollers listed (a live worker, perhaps still replaying the run after another died, or a dead
+        one that died without a word, which the server still lists for a while) the query is tried as long as
+        before, then given up on.
         """
         try:
-            return await self._query(name, result_type, attempts=1)
+            return await self._query(name, result_type, attempts=1, timeout=_FIRST_TRY_TIMEOUT)
         except RPCError as err:
             if not _unanswered(err):
                 raise
@@ -352,7 +339,9 @@ class RunReader:
         polling = await workers_polling(self._service, self._namespace, (await self.describe()).task_queue)
         return polling is not False
 
-    async def _query(self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS) -> Any:
+    async def _query(
+        self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS, timeout: timedelta = _QUERY_RPC_TIMEOUT
+    ) -> Any:
         """Ask the running workflow, one query at a time.
 
         `stalwart run` follows steps, the streamed answer and approvals at once. Two
@@ -362,7 +351,7 @@ class RunReader:
         async with self._one_query:
             for attempt in range(attempts):
                 try:
-                    return await self.query(name, result_type, rpc_timeout=_QUERY_RPC_TIMEOUT)
+                    return await self.query(name, result_type, rpc_timeout=timeout)
                 except RPCError as err:
                     # A query that reaches a run just as it continues as new is never answered; the
                     # next one goes to the new run.

@@ -84,7 +84,7 @@ def _dev_codec_server(args: argparse.Namespace, server: Any) -> contextlib.Abstr
 
 
 async def warn_without_workers(temporal: Client, task_queue: str, *, waiting: str = "the run") -> None:
-    from stalwart.client.reader import workers_polling
+    from stalwart.client.pollers import workers_polling
 
     if await workers_polling(temporal.workflow_service, temporal.namespace, task_queue) is False:
         print(
