@@ -4,7 +4,9 @@ The server lists a worker's poller for minutes after the worker is gone, so a co
 right after its worker stopped waited out its whole query timeout before reading the run's history.
 A worker that stops cleanly says so in its last heartbeat (servers that keep worker heartbeats list
 them): a poller whose worker said it was shutting down, and which has not polled since, is not counted.
-A worker that died without a word is still counted until the server drops its poller.
+A worker that died without a word is still counted until the server drops its poller, and so is one whose
+heartbeat from before it stopped (sent as it starts, and each minute) reached the server after the one saying it
+stopped: the server keeps the latest it receives. Either way the command only takes the slow path.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter, decode_typed_search_attributes
 from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
-from stalwart.client.pollers import workers_polling
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunHeading, RunState, StepArchive, StepRecord, run_metrics
@@ -336,6 +335,8 @@ class RunReader:
 
     async def _worker_polling(self) -> bool:
         """Whether a worker polls the run's task queue; when the server cannot tell, the query gets its second try."""
+        from stalwart.client.pollers import workers_polling  # only a run no worker answered needs it (`show` starts)
+
         polling = await workers_polling(self._service, self._namespace, (await self.describe()).task_queue)
         return polling is not False
 

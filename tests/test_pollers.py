@@ -33,7 +33,7 @@ async def _listed_pollers(dev_env, task_queue: str) -> dict[str, datetime]:
 async def _polling_a_while(dev_env, task_queue: str) -> None:
     """Until the worker has polled, and a second more: the heartbeat a worker sends as it starts, still on its way
     when the worker stops, could land after the one saying it stopped and be taken as its last word (the server
-    keeps the latest it receives). A worker that runs for longer than that round trip has no such heartbeat."""
+    keeps the latest it receives). The next one is a minute away."""
     await _until_polled_after(dev_env, task_queue)
     await asyncio.sleep(1)
 
