@@ -185,3 +185,16 @@ async def test_a_search_attribute_added_to_a_running_dev_server_becomes_usable()
             raise AssertionError(f"{key.name} was added, but the server refused it for a minute")
         described = await client.get_workflow_handle("added").describe()
     assert described.typed_search_attributes.get(key) == "yes"
+
+
+def test_a_dev_server_is_told_its_http_and_metrics_ports_so_it_cannot_pick_the_one_it_was_given(monkeypatch):
+    """Untold, the server picks both at random as it starts, and once picked the very port it was told to serve
+    gRPC on (free until then): it exited, "address already in use", failing a CI run. They are now chosen here,
+    apart from the ports it was given, even when the free ports offered include those."""
+    given, ui = dev_server.free_port(), dev_server.free_port()
+    offered = iter([given, ui, given])
+    really_free = dev_server.free_port
+    monkeypatch.setattr(dev_server, "free_port", lambda: next(offered, None) or really_free())
+    command = DevServer(port=given, ui_port=ui).command()
+    http, metrics = (int(command[command.index(flag) + 1]) for flag in ("--http-port", "--metrics-port"))
+    assert len({given, ui, http, metrics}) == 4

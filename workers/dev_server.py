@@ -64,6 +64,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _port_other_than(taken: set[int | None]) -> int:
+    port = free_port()
+    while port in taken:
+        port = free_port()
+    return port
+
+
 def _listening(port: int) -> bool:
     """Whether something accepts connections on the local port (a port merely bound, by a client, does not)."""
     with socket.socket() as probe:
@@ -153,6 +160,12 @@ class DevServer:
             cmd += ["--ui-port", str(self.ui_port)]
         else:
             cmd += ["--headless"]
+        # Untold, the server picks its HTTP API's and its metrics' ports at random as it starts, and may pick the
+        # port it was given for gRPC (free until it binds it: a port chosen by `free_port` is in the same range);
+        # it then fails to start, "address already in use".
+        http_port = _port_other_than({self.port, self.ui_port})
+        metrics_port = _port_other_than({self.port, self.ui_port, http_port})
+        cmd += ["--http-port", str(http_port), "--metrics-port", str(metrics_port)]
         if self.db_file is not None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             cmd += ["--db-filename", str(self.db_file)]
