@@ -13,6 +13,7 @@ import pytest
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from test_cli import stalwart
 
 from stalwart.client.pollers import stopped_workers, workers_polling
 from stalwart.workers.worker import build_worker
@@ -71,3 +72,23 @@ async def test_a_worker_started_again_under_a_stopped_workers_identity_is_counte
     async with build_worker(dev_env.client, task_queue=task_queue):
         await _until_polled_after(dev_env, task_queue, said_it_stopped)
         assert await workers_polling(service, namespace, task_queue) is True
+
+
+@pytest.mark.slow
+async def test_a_session_started_after_its_worker_stopped_is_told_that_no_worker_is_polling(
+    dev_env, task_queue, tmp_path
+):
+    """What a user reads: the command warns that nothing will take the session, not silence while the server still
+    lists the stopped worker's poller."""
+    agent = tmp_path / "chatter.toml"
+    agent.write_text('name = "chatter"\nmodel = "scripted"\n\n[[scripted]]\ntext = "hi"\n')
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        await _polling_a_while(dev_env, task_queue)
+    assert await _listed_pollers(dev_env, task_queue), "the server still lists the stopped worker's poller"
+
+    session = f"after-{task_queue}"
+    args = ("session", "start", str(agent), "--id", session, "--task-queue", task_queue)
+    started = await asyncio.to_thread(stalwart, *args, address=dev_env.address)
+
+    assert started.returncode == 0, started.stderr
+    assert f"no worker is polling task queue {task_queue!r}" in started.stderr
