@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 async def export(args: argparse.Namespace) -> int:
-    from stalwart.client.replay import LIVE_LIMIT, export_matching, export_run
+    from stalwart.client.replay import export_matching, export_run
 
     if (args.run_id is None) == (args.query is None):
         print("error: name a RUN_ID or give --query, not both", file=sys.stderr)
@@ -29,8 +29,7 @@ async def export(args: argparse.Namespace) -> int:
             print(path)
         return EXIT_OK
     written = 0
-    query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
-    async for path in export_matching(temporal, query, args.output, LIVE_LIMIT):
+    async for path in export_matching(temporal, _stalwart_runs(args.query), args.output):
         print(path, flush=True)  # each file as it is written: a thousand runs take a while
         written += 1
     if not written:  # nothing written is no success: a CI job that records fixtures so would go on without them
@@ -55,7 +54,7 @@ async def replay(args: argparse.Namespace) -> int:
         print(f"error: {option} chooses among the runs of --query; history files are replayed whole", file=sys.stderr)
         return EXIT_USAGE
     if args.query:
-        query = f"WorkflowType='{WORKFLOW_TYPE}' AND ({args.query})"
+        query = _stalwart_runs(args.query)
         if args.since:
             query += f" AND StartTime > '{_since(args.since)}'"
         temporal = (await connecting.client(args)).temporal
@@ -91,6 +90,11 @@ async def replay(args: argparse.Namespace) -> int:
             )
         return EXIT_RUN_FAILED
     return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _stalwart_runs(query: str) -> str:
+    """The user's visibility query, narrowed to Stalwart's runs: other workflows of the namespace are not ours."""
+    return f"WorkflowType='{WORKFLOW_TYPE}' AND ({query})"
 
 
 async def _matching(temporal: Client, query: str) -> int | None:
