@@ -120,7 +120,7 @@ class Budgets(_Strict):
     """Limits that end a run. Whichever is reached first stops it."""
 
     max_steps: int = Field(
-        10, ge=1, le=MAX_STEPS, description="Model turns before the run stops with `max_steps` (at most 100,000)."
+        10, ge=1, le=MAX_STEPS, description="Model calls before the run stops with `max_steps` (at most 100,000)."
     )
     max_seconds: float | None = _seconds(None, description="Wall-clock seconds, held by a durable timer.")
     max_tokens: int | None = Field(
@@ -129,7 +129,7 @@ class Budgets(_Strict):
     max_cost_usd: float | None = Field(
         None, gt=0, le=MAX_COST_USD, description="Cumulative cost from the price table (at most 1e9)."
     )
-    max_parallel_tools: int = Field(4, ge=1, le=256, description="Tool calls of one turn that run at once.")
+    max_parallel_tools: int = Field(4, ge=1, le=256, description="Tool calls of one step that run at once.")
     finalize_on_budget: bool = Field(
         False,
         description="At max_steps or max_tokens, make one last model call without tools for a best-effort answer.",
@@ -175,8 +175,8 @@ class ContextSettings(_Strict):
         "sliding_window",
         description=(
             "`sliding_window` drops the oldest turns to fit `max_input_tokens`; `summarize` replaces them, when the "
-            "conversation no longer fits, by a summary the model writes in a model call of its own (seed 003's "
-            "summarize-and-replace), keeping the newest messages that fit half the window; `none` sends everything."
+            "conversation no longer fits, by a summary the model writes in a model call of its own, "
+            "keeping the newest messages that fit half the window; `none` sends everything."
         ),
     )
     max_input_tokens: int = Field(
@@ -217,17 +217,17 @@ class LoopSettings(_Strict):
     enable_tools: bool = Field(
         True,
         description=(
-            "Seed 001: when false, the agent's tools are not described in the prompt nor offered to the model, and "
+            "When false, the agent's tools are not described in the prompt nor offered to the model, and "
             "replies are not parsed for tool calls: a reply holding a `tool_call` block (or a JSON tool action) is "
-            "the final response, as in the seed."
+            "the final response."
         ),
     )
     enable_delegation: bool = Field(
         True,
         description=(
-            "Seed 001: when false, the sub-agents are not described in the prompt nor offered to the model, and "
+            "When false, the sub-agents are not described in the prompt nor offered to the model, and "
             "replies are not parsed for delegations: a reply holding a `delegate` block (or a JSON delegation) is "
-            "the final response, as in the seed."
+            "the final response."
         ),
     )
     tool_reminder_every: int = Field(
@@ -235,7 +235,7 @@ class LoopSettings(_Strict):
         ge=0,
         le=MAX_STEPS,
         description=(
-            "Seed 003: every this many model calls, a one-line reminder of the tools and their schemas is sent "
+            "Every this many model calls, a one-line reminder of the tools and their schemas is sent "
             "before the next call, against format drift on long runs; 0 turns it off."
         ),
     )
@@ -244,7 +244,7 @@ class LoopSettings(_Strict):
         ge=0,
         le=10,
         description=(
-            "Seed 003: an answer that gives up early while the agent has tools (it matches `give_up_patterns`) is "
+            "An answer that gives up early while the agent has tools (it matches `give_up_patterns`) is "
             "answered with `persistence_prompt` and the turn goes on, at most this many times a turn; 0 turns it off."
         ),
     )
@@ -506,7 +506,7 @@ class AgentSpec(_Strict):
         ge=0,
         le=2,
         description=(
-            f"Sampling temperature; unset, {DEFAULT_TEMPERATURE} (low, as seed 003 advises for long runs), except for "
+            f"Sampling temperature; unset, {DEFAULT_TEMPERATURE} (low, against format drift on long runs), except for "
             "models that take none: OpenAI's o-series and gpt-5 reasoning models, and Anthropic's (deprecated there)."
         ),
     )

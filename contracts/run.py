@@ -137,7 +137,7 @@ class RunState(Contract):
 
 
 class ToolMetrics(Contract):
-    """One tool's calls in a run: how many, how they ended, how long they took (Strands' `tool_metrics`)."""
+    """One tool's calls in a run: how many, how they ended, how long they took."""
 
     calls: int = 0
     successes: int = 0
@@ -147,7 +147,7 @@ class ToolMetrics(Contract):
 
 
 class RunMetrics(Contract):
-    """What the Strands loop collects at the end of a run (seed 002): cycles, tokens, latency per tool, totals."""
+    """What a run measures of itself: cycles (model calls), tokens, latency per tool, totals."""
 
     cycles: int = 0
     """Model calls of the loop (Strands' event-loop cycles)."""
