@@ -12,21 +12,20 @@ a free parallel slot rather than for approval) is told apart as well as history 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter
 
 from stalwart.activities.storage.encryption import is_encrypted
+from stalwart.client.task_failures import failed_task, failing_task_note
 from stalwart.contracts import names
 from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
 from stalwart.contracts.run import RunState, StepRecord
 from stalwart.contracts.run_input import RunInput
-
-if TYPE_CHECKING:
-    from stalwart.client.reader import RunReader
 
 NO_WORKER = (
     "no worker is running for this run's task queue (the live query went unanswered): this is read from the "
@@ -50,11 +49,11 @@ class _Rebuilt:
             )
 
 
-async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
-    """The run's state and the calls that wait for a decision, from its history and search attributes."""
-    converter = run.data_converter
-    description = await run.describe()
-    events = [event async for event in run.history_events()]
+async def rebuild(
+    events: list[HistoryEvent], search_attributes: TypedSearchAttributes, converter: DataConverter
+) -> tuple[RunState, list[PendingApproval]]:
+    """The run's state and the calls that wait for a decision, from its history and search attributes (read by
+    `client/reader.py`), decoded through the run's data converter."""
     started = events[0].workflow_execution_started_event_attributes
     try:
         [run_input] = await converter.decode(list(started.input.payloads), [RunInput])
@@ -65,7 +64,7 @@ async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
     rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
     for event in events:
         await _apply(rebuilt, event, converter)
-    status = description.search_attributes.get(names.AGENT_STATUS) or "running"
+    status = search_attributes.get(names.AGENT_STATUS) or "running"
     carried = run_input.carried
     state = RunState(
         agent=run_input.agent.name,
@@ -79,7 +78,7 @@ async def rebuild(run: RunReader) -> tuple[RunState, list[PendingApproval]]:
         earlier=carried.archives if carried else [],
         offline=_why_unanswered(events),
     )
-    return state, _pending(rebuilt, description.search_attributes.get(names.AGENT_AWAITING_APPROVAL))
+    return state, _pending(rebuilt, search_attributes.get(names.AGENT_AWAITING_APPROVAL))
 
 
 def _why_unanswered(events: list[HistoryEvent]) -> str:
@@ -88,36 +87,6 @@ def _why_unanswered(events: list[HistoryEvent]) -> str:
     if kind is None:
         return NO_WORKER
     return f"{failing_task_note(kind)} (the live query went unanswered: this is read from the run's history)"
-
-
-def failed_task(events: list[HistoryEvent]) -> str | None:
-    """The error a worker failed the run's last workflow task with (its type, or its message), or None when the
-    last one completed. The worker's later attempts at it are not in history: only the first failure is."""
-    last = next(
-        (
-            e
-            for e in reversed(events)
-            if e.HasField("workflow_task_completed_event_attributes")
-            or e.HasField("workflow_task_failed_event_attributes")
-        ),
-        None,
-    )
-    if last is None or not last.HasField("workflow_task_failed_event_attributes"):
-        return None
-    failure = last.workflow_task_failed_event_attributes.failure
-    return failure.application_failure_info.type or failure.message or "an error"
-
-
-def failing_task_note(kind: str) -> str:
-    hint = (
-        ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
-        if kind == "EncryptionKeyError"
-        else ""
-    )
-    return (
-        f"a worker fails this run's workflow task ({kind}); the run waits until a worker can run it: "
-        f"the worker's log says why{hint}"
-    )
 
 
 async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverter) -> None:

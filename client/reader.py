@@ -28,7 +28,9 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter, decode_typed_search_attributes
 from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
+from stalwart.client.task_failures import failed_task, failing_task_note
 from stalwart.contracts.approvals import PendingApproval
+from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunHeading, RunState, StepArchive, StepRecord, run_metrics
 
@@ -46,7 +48,7 @@ _Input = TypeVar("_Input", bound=Contract)
 _STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
 
 
-class RunWithoutResult(RuntimeError):
+class RunWithoutResult(RunFailed, RuntimeError):
     """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
 
 
@@ -198,10 +200,8 @@ class RunReader:
         described = await self._described()
         if described.pending_workflow_task.attempt < 2:  # cheap: the history is read only once a task is retried
             return None
-        from stalwart.client import offline
-
-        kind = offline.failed_task([event async for event in self.history_events()])
-        return None if kind is None else offline.failing_task_note(kind)
+        kind = failed_task([event async for event in self.history_events()])
+        return None if kind is None else failing_task_note(kind)
 
     async def _described(self) -> DescribeWorkflowExecutionResponse:
         return await self._service.describe_workflow_execution(
@@ -305,7 +305,9 @@ class RunReader:
     async def _offline(self) -> tuple[RunState, builtins.list[PendingApproval]]:
         from stalwart.client import offline
 
-        state, pending = await offline.rebuild(self)
+        description = await self.describe()
+        events = [event async for event in self.history_events()]
+        state, pending = await offline.rebuild(events, description.search_attributes, self._converter)
         self.offline = state.offline
         return state, pending
 

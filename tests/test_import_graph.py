@@ -1,0 +1,127 @@
+"""The package's modules import one another without a cycle, and at module level outside the command line.
+
+The graph is read from the source folders (named `stalwart.*` as pyproject.toml's `package-dir` maps them), by
+AST, so every module counts, whether or not a test happens to import it. Every import statement is an edge: at
+module level, inside a function (it still runs, and a cycle through it breaks the day the function is called
+during an import), and under `if TYPE_CHECKING:` too. Such an import never runs, but two modules that each need
+the other's names are one idea split in two, and the cycle comes back the day the import has to run.
+`from pkg import name` is an edge to `pkg.name` when that is a module, else to `pkg` (its `__init__`); the
+implicit import of a module's parent packages is no edge, or every package whose `__init__` imports its own
+modules would be a cycle with them.
+
+A function-local import is allowed only where it keeps a measured cost off start-up: in the command line's
+modules (client/cli.py and client/commands/), which load only what the command they run needs, and in the few
+places `LOCAL_IMPORTS_ALLOWED` lists, each with its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+from support.repo_paths import REPO
+
+LAZY_MODULES = {"stalwart.client.cli"}
+LAZY_PACKAGES = ("stalwart.client.commands.",)
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+"""(module, imported module) -> why the import waits for the function that needs it."""
+
+
+def _package_dirs() -> dict[str, Path]:
+    """`stalwart.*` package name -> its folder, as pyproject.toml's `package-dir` maps them."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return {name: REPO / folder for name, folder in setuptools["package-dir"].items()}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed package by its dotted name (a package by its own name, for its `__init__`)."""
+    found: dict[str, Path] = {}
+    for package, folder in _package_dirs().items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if any(part in ("__pycache__",) for part in parts):
+                continue
+            name = ".".join((package, *parts))
+            # A folder mapped to a package of its own (client/commands under client/) is listed once, by the deepest.
+            found.setdefault(name, path)
+    return found
+
+
+def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement, with whether it sits inside a function."""
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, in_function
+        inside = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        for child in ast.iter_child_nodes(node):
+            yield from walk(child, inside)
+
+    yield from walk(tree, False)
+
+
+def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> list[str]:
+    """The package's modules an import statement imports."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name in modules]
+    base = node.module or ""
+    if node.level:
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    if base not in modules:
+        return []
+    return sorted({f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names})
+
+
+def _graph() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
+    """module -> the modules it imports; and every function-local import, as (module, imported, line)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    local: list[tuple[str, str, int]] = []
+    for module, path in modules.items():
+        for node, in_function in _import_nodes(ast.parse(path.read_text(), str(path))):
+            graph[module] |= set(_targets(module, path, node, modules)) - {module}
+            if in_function:
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or "."]
+                local += [(module, name, node.lineno) for name in names]
+    return graph, local
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, as the path of modules that leads back to its first, or None."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path, children = [start], [iter(sorted(graph[start]))]
+        while path:
+            following = next(children[-1], None)
+            if following is None:
+                done.add(path.pop())
+                children.pop()
+            elif following in path:
+                return [*path[path.index(following) :], following]
+            elif following not in done:
+                path.append(following)
+                children.append(iter(sorted(graph[following])))
+    return None
+
+
+def test_no_module_of_the_package_imports_itself_back():
+    cycle = _cycle(_graph()[0])
+    assert cycle is None, (
+        f"import cycle: {' -> '.join(cycle or [])}; move what both modules need into one of them, "
+        "or into a module of its own"
+    )
+
+
+def test_a_cycle_is_found_and_named_by_its_path():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"b"}}) is None
