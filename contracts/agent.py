@@ -11,10 +11,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import PurePath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from stalwart.contracts.model import Contract
 
@@ -25,6 +26,9 @@ MAX_SECONDS = 5 * 365 * 86400
 """The longest duration an agent file may set (5 years): every duration becomes a Temporal timer or timeout,
 which must fit a `timedelta` added to now, int64 nanoseconds (292 years) and the 10-year execution timeout some
 Temporal servers (the time-skipping test server) give a workflow by default."""
+MIN_SECONDS = 1
+"""The shortest duration an agent file may set: below a second a duration is no setting but a mistake (an
+`idle_timeout_seconds = 1e-9` ended a session before its first message could arrive)."""
 MAX_TOKENS = 10**12
 """The largest token count an agent file may set: token totals are int64 search attributes (`AgentTokens`), and
 a trillion tokens times the most steps a run may take still fits."""
@@ -42,6 +46,8 @@ STREAM_DEADLINES = {"first_token_seconds": 90.0, "stall_seconds": 60.0}
 """The `[extra]` stream deadlines a provider reads, and their defaults (see `activities/providers/calling.py`)."""
 MAX_STREAM_DEADLINE_SECONDS = 3600.0
 """A stream deadline longer than this could never fire: the model activity is cut by its own timeout first."""
+MIN_STREAM_DEADLINE_SECONDS = 0.1
+"""A stream deadline shorter than this cuts every stream: no provider answers, or sends its next event, sooner."""
 BUILTIN_PROVIDERS = ("scripted", "auto", "openai", "openai-responses", "anthropic", "openai-compatible", "ollama")
 """The `provider` of `provider:model` that every worker knows; `stalwart check` refuses others."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -53,6 +59,22 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 class _Strict(Contract):
     # No inf or nan anywhere: `max_seconds = inf` is not "no budget", and Temporal holds neither.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        # A boolean is an int to Python and to pydantic: `max_message_chars = true` would be 1. Every numeric
+        # field of every section refuses one, a field added later included.
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            kinds = set(get_args(annotation)) or {annotation}
+            if kinds & {int, float} and bool not in kinds:
+                raise PydanticCustomError(
+                    "float_type" if float in kinds else "int_type",
+                    "a number is needed, not the boolean `{value}`",
+                    {"value": str(value).lower()},
+                )
+        return value
 
 
 def env_name(value: str | None, field: str) -> str | None:
@@ -79,9 +101,14 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def _seconds(default: float | None, *, description: str, gt: float = 0) -> Any:
-    """A duration field: positive, finite and at most MAX_SECONDS."""
-    return Field(default, gt=gt, le=MAX_SECONDS, description=f"{description} At most {MAX_SECONDS:,} (5 years).")
+def _seconds(default: float | None, *, description: str) -> Any:
+    """A duration field: finite, at least MIN_SECONDS and at most MAX_SECONDS."""
+    return Field(
+        default,
+        ge=MIN_SECONDS,
+        le=MAX_SECONDS,
+        description=f"{description} At least {MIN_SECONDS:g}, at most {MAX_SECONDS:,} (5 years).",
+    )
 
 
 def identifier(value: str, longest: int, why: str = "") -> str:
@@ -550,7 +577,8 @@ class AgentSpec(_Strict):
         default_factory=dict,
         description=(
             "Free-form settings for extensions; the stream deadlines `first_token_seconds` and `stall_seconds` "
-            f"are numbers of seconds, above 0 and at most {MAX_STREAM_DEADLINE_SECONDS:g}."
+            f"are numbers of seconds, at least {MIN_STREAM_DEADLINE_SECONDS:g} and at most "
+            f"{MAX_STREAM_DEADLINE_SECONDS:g}."
         ),
     )
 
@@ -597,10 +625,13 @@ class AgentSpec(_Strict):
             if (
                 isinstance(seconds, bool)
                 or not isinstance(seconds, int | float)
-                or not (math.isfinite(seconds) and 0 < seconds <= MAX_STREAM_DEADLINE_SECONDS)
+                or not (
+                    math.isfinite(seconds) and MIN_STREAM_DEADLINE_SECONDS <= seconds <= MAX_STREAM_DEADLINE_SECONDS
+                )
             ):
                 raise ValueError(
-                    f"`extra.{key}` is a stream deadline in seconds: give a number above 0 and at most "
+                    f"`extra.{key}` is a stream deadline in seconds: give a number at least "
+                    f"{MIN_STREAM_DEADLINE_SECONDS:g} and at most "
                     f"{MAX_STREAM_DEADLINE_SECONDS:g} (default {STREAM_DEADLINES[key]:g}), not {seconds!r}"
                 )
         return value

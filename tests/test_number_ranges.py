@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from stalwart.client.agent_files import AgentFileError, parse_agent
 from stalwart.contracts.agent import (
     MAX_STREAM_DEADLINE_SECONDS,
+    MIN_SECONDS,
+    MIN_STREAM_DEADLINE_SECONDS,
     STREAM_DEADLINES,
     AgentSpec,
     Budgets,
@@ -106,7 +108,10 @@ NUMBER_FIELDS = [
     *_numbers(SessionSettings, ("session",)),
     *_numbers(ContextSettings, ("context",)),
     *_numbers(ScriptedReply, ("scripted", 0)),
-    *(NumberField(("extra", key), False, 0, False, MAX_STREAM_DEADLINE_SECONDS, True) for key in STREAM_DEADLINES),
+    *(
+        NumberField(("extra", key), False, MIN_STREAM_DEADLINE_SECONDS, True, MAX_STREAM_DEADLINE_SECONDS, True)
+        for key in STREAM_DEADLINES
+    ),
 ]
 
 
@@ -120,6 +125,48 @@ def test_every_number_of_an_agent_file_has_a_finite_upper_bound():
     } <= (names)
     unbounded = [field.name for field in NUMBER_FIELDS if field.high is None or field.low is None]
     assert not unbounded, f"fields without a range: {unbounded}"
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_no_number_of_an_agent_file_takes_a_boolean(value: bool):
+    """Issue 43: `[session] max_message_chars = true` was accepted as 1 (a bool is an int to Python and pydantic)."""
+    for field in NUMBER_FIELDS:
+        with pytest.raises(AgentFileError) as refused:
+            parse_agent(_with(_base(), field.path, value), source="bools.toml")
+        message = str(refused.value)
+        said = f"not {value!r}" if field.path[0] == "extra" else f"not the boolean `{str(value).lower()}`"
+        assert f"`{field.name}`" in message and said in message, message
+
+
+def test_every_number_anywhere_in_an_agent_spec_refuses_a_boolean():
+    """Not only the sections listed above: every numeric field of every model an agent file reaches, so a field
+    added later is covered without a change here."""
+    taken = []
+    for model in _models(AgentSpec, set()):
+        for field in _numbers(model, ()):
+            [name] = field.path
+            try:
+                model.model_validate({name: True})
+            except ValidationError as err:
+                if any(error["loc"] == (name,) for error in err.errors()):
+                    continue
+            taken.append(f"{model.__name__}.{name}")
+    assert not taken, f"numeric fields that take a boolean: {taken}"
+
+
+def test_every_duration_of_an_agent_file_is_at_least_a_second():
+    """Issue 43: `idle_timeout_seconds = 1e-9` ended a session before its first message; a duration is a second or
+    more (a stream deadline a tenth of a second or more), and a shorter one is refused naming the field."""
+    durations = [field for field in NUMBER_FIELDS if str(field.path[-1]).endswith("_seconds")]
+    assert {"session.idle_timeout_seconds", "budgets.max_seconds", "approval_timeout_seconds"} <= {
+        field.name for field in durations
+    }
+    for field in durations:
+        least = MIN_STREAM_DEADLINE_SECONDS if field.path[0] == "extra" else MIN_SECONDS
+        assert (field.low, field.low_included) == (least, True), field.name
+        with pytest.raises(AgentFileError) as refused:
+            parse_agent(_with(_base(), field.path, 1e-9), source="short.toml")
+        assert f"`{field.name}`" in str(refused.value) and f"at least {least:g}" in str(refused.value)
 
 
 def _models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
