@@ -55,7 +55,7 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
     """The ModelError for an SDK or transport failure, or None when `err` is not one."""
     if isinstance(err, ModelError):
         return err
-    if _is_status_error(err):
+    if _is_status_error(err) and err.status_code >= 400:
         return _from_status(err.status_code, err.response.headers, _message(err), _error_type(err.body), target, secret)
     if isinstance(err, (*_sdk_errors("APITimeoutError"), httpx.TimeoutException, httpx2.TimeoutException)):
         return ModelUnavailableError(f"{where(target)} timed out; the attempt is retried.")
@@ -64,13 +64,9 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
             f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried."
         )
     if _is_api_error(err):
-        kind = _error_type(err.body)
-        text = _redact(_message(err), secret)
-        if kind is None or kind in _RETRYABLE_TYPES:
-            return ModelUnavailableError(
-                f"{where(target)} failed mid-stream ({kind or 'error'}: {text}); the attempt is retried."
-            )
-        return ModelRequestError(f"{where(target)} refused the request ({kind}: {text}).")
+        # An error event in a stream that began well (HTTP 200): Anthropic's SDK raises it as a status error of the
+        # stream's own status, so it would read "answered 200 (Overloaded)". The error's type says what it is.
+        return _in_stream(_error_type(err.body), _redact(_message(err), secret), target)
     if isinstance(err, (httpx.InvalidURL, httpx2.InvalidURL)):
         return ModelConfigError(
             f"no request can be sent to {where(target)}: its URL is not one an HTTP client can open ({err}); "
@@ -81,6 +77,23 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
             f"the stream from {where(target)} broke off ({type(err).__name__}: {err}); the attempt is retried."
         )
     return None
+
+
+def _in_stream(kind: str | None, text: str, target: Target) -> ModelError:
+    """The provider's error event in the middle of a stream: retried when its type is one that passes (overloaded,
+    rate limited, the provider's own failure), final when the request itself is at fault."""
+    reported = f"{where(target)} reported an error while streaming: {kind or 'error'}: {shorten(text, 300)}"
+    if kind is None or kind in _RETRYABLE_TYPES:
+        return ModelUnavailableError(f"{reported}; the attempt is retried.")
+    if _CONTEXT_LENGTH.search(text) or kind == "context_length_exceeded":
+        return ModelRequestError(
+            f"{reported}. The conversation no longer fits model {target.model!r}'s context window: set a smaller "
+            "`history_limit` in the agent file, shorten tool results, or choose a model with a longer context."
+        )
+    return ModelRequestError(
+        f"{reported}. Retrying the same request cannot help: check the agent's model settings (model, temperature, "
+        "max_output_tokens) and tool schemas."
+    )
 
 
 def _sdk_errors(name: str) -> tuple[type[Exception], ...]:
