@@ -42,7 +42,7 @@ from stalwart.activities.tools.registry import (
 from stalwart.activities.transcripts import TranscriptStore
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import TOOL_ERROR_HINT, ToolResult
+from stalwart.contracts.messages import TOOL_ERROR_HINT, ToolCall, ToolResult
 from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
 from stalwart.contracts.tools import ToolSpec
 
@@ -192,7 +192,10 @@ class ToolActivities:
         except Exception as err:
             activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
             return ToolResult.failure(call, f"{type(err).__name__}: {err}", getattr(err, "hint", TOOL_ERROR_HINT))
-        return ToolResult.returned(call, value)
+        try:
+            return ToolResult.returned(call, value)
+        except Exception as err:  # json.dumps: TypeError, ValueError (a cycle); pydantic: PydanticSerializationError
+            return _unencodable(call, value, err)
 
     async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
         if not agent.mcp_servers:
@@ -218,6 +221,24 @@ class ToolActivities:
         if result.is_error:
             raise McpToolError(render(result))
         return render(result)
+
+
+UNENCODABLE_HINT = (
+    "The tool is at fault, not your arguments: it fails the same way however it is called. Do not call it again; "
+    "answer without it or use another tool."
+)
+
+
+def _unencodable(call: ToolCall, value: Any, err: Exception) -> ToolResult:
+    """The answer to a tool that returned what JSON cannot encode: the tool ran, and running it again returns the
+    same value, so it is not retried, and the model is not told to fix arguments that were fine."""
+    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+    why = (
+        f"tool {call.name} returned a value of type {kind} that is not JSON-serialisable ({type(err).__name__}: "
+        f"{err}); its author should make it return a str, a dict or list of JSON values, or a pydantic model"
+    )
+    activity.logger.warning("%s", why)
+    return ToolResult.failure(call, why, UNENCODABLE_HINT)
 
 
 def bind(tools: Sequence[ToolSpec], bindings: Mapping[str, Mapping[str, str]]) -> list[ToolSpec]:
