@@ -22,7 +22,7 @@ LAYOUT_FOLDERS = ["contracts", "workflows", "activities", "workers", "client"]
 def _documented_public_names() -> list[str]:
     """The names in backticks of the README's "Public API" section."""
     text = (REPO / "README.md").read_text()
-    section = text.split("### Public API", 1)[1].split("\n#", 1)[0]
+    section = text.split("## Public API", 1)[1].split("\n#", 1)[0]
     return sorted(set(re.findall(r"^- `(\w+)`", section, flags=re.M)))
 
 

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from support.repo_paths import REPO
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from stalwart.workers.dev_server import free_port
+
+from support.repo_paths import AGENTS_DIR, REPO
 
 
 def _two_commands() -> dict[str, str]:
@@ -50,6 +61,30 @@ def test_the_readme_main_command_names_an_agent_file_that_exists():
     assert "stalwart run --dev" in main
     agent = next(word for word in main.split() if word.endswith(".toml"))
     assert (REPO / agent).exists()
+
+
+@pytest.mark.slow
+def test_the_readme_main_command_runs_the_example_agent_to_its_answer(tmp_path):
+    """The command after the install, as the README writes it, on a dev server of its own (its ports and data folder
+    added, so it runs beside other tests) and without an API key, so the agent's scripted replies answer."""
+    main = _readme_command("Run the example agent end to end")
+    command = shlex.split(main.split(" && ")[-1])
+    assert command[:3] == [".venv/bin/stalwart", "run", "--dev"], command
+    isolated = ["--port", str(free_port()), "--ui-port", str(free_port()), "--data-dir", str(tmp_path / "dev")]
+    env = {name: value for name, value in os.environ.items() if name not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    env["STALWART_STORAGE"] = str(tmp_path / "storage")
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("stalwart")), *command[1:3], *isolated, *command[3:]],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stop reason: done" in done.stdout
+    answer = tomllib.loads((AGENTS_DIR / "ops_assistant.toml").read_text())["scripted"][-1]["text"]
+    assert answer[:60] in done.stdout
 
 
 def test_readme_calculator_example_question_is_the_one_its_script_answers():
