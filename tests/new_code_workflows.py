@@ -2,7 +2,7 @@
 
 The change is a real one: after each turn the new code runs one more activity
 (`summarise_turn`), a new command in the loop's history. `PatchedNewCodeWorkflow`
-makes it behind `workflow.patched`, as README "Deploying new code under running agents" asks;
+makes it behind `workflow.patched`, as docs/deploying.md, "Patching", asks;
 `UnpatchedNewCodeWorkflow` makes the same change without it, the negative control.
 Both are registered under the workflow type name `AgentWorkflow`, as a new
 release of Stalwart would be. They live in their own module because the workflow

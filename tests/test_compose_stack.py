@@ -362,7 +362,7 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
 def test_every_published_port_is_on_this_machines_loopback_only():
     """Temporal's frontend takes any client's commands (start a run with the worker's model keys, terminate one),
     and MinIO and PostgreSQL ship with the passwords this file names: published on every interface, anyone on the
-    network could use them. The README's table gives each as localhost:PORT, which loopback serves."""
+    network could use them. docs/deploying.md's table gives each as localhost:PORT, which loopback serves."""
     published = {name: spec.get("ports") or [] for name, spec in services().items()}
     exposed = {name: ports for name, ports in published.items() if any(p.get("host_ip") != "127.0.0.1" for p in ports)}
     assert exposed == {}

@@ -1,7 +1,8 @@
 """Finished tool calls and a server outage (issue 11, defect 11).
 
 Temporal promises at-least-once for activities: a tool call may run again after a fault, and a
-side-effecting tool must use its idempotency key (README, "What a tool call can rely on after a fault").
+side-effecting tool must use its idempotency key (docs/agents-and-tools.md, "What a tool call can rely on after a
+fault").
 What Stalwart adds: a call that finished while the server was down is not run again. Its worker reports the
 result for about 10 s and then gives up (the SDK's limit), so when the server is back the call times out on
 its heartbeats and comes back as a new attempt; the worker that finished it answers that attempt with the

@@ -13,7 +13,7 @@ versioning behaviour, chosen per worker here:
 Either way, when a run continues as new (a session between turns, a long run between
 steps) the new run starts on the current version, and a session whose version is no
 longer the current one continues as new at its next rest between turns: sessions, which
-can live for weeks, move to new code without patching (see README, "Deploying new code under running agents").
+can live for weeks, move to new code without patching (see docs/deploying.md, "Worker versioning").
 """
 
 from __future__ import annotations

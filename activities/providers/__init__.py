@@ -53,7 +53,7 @@ OLLAMA_BASE_URL = "http://localhost:11434/v1"
 def _loading_an_sdk() -> Iterator[None]:
     """Around the import of a provider's module, which loads its SDK the first time.
 
-    A process that froze what its imports made (`gc.freeze()`: the `stalwart` command does, and the README shows
+    A process that froze what its imports made (`gc.freeze()`: the `stalwart` command does, and docs/production.md shows
     a worker of your own how) freezes what the SDK's import made too, so its full collections never scan those
     objects either (about 54,000 for openai and 120,000 for anthropic). Whatever else is alive at that moment is
     frozen with them: once per SDK, early in the worker's life."""

@@ -143,7 +143,8 @@ def test_an_otlp_endpoint_that_is_not_a_url_is_one_error_line_not_spans_dropped_
 
 
 def test_grpc_without_its_exporter_installed_is_one_error_line_naming_the_package():
-    """The README says OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs another package; without it, a RuntimeError traceback."""
+    """docs/production.md says OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs another package; without it, a RuntimeError
+    traceback."""
     import subprocess
     import sys
 
