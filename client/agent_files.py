@@ -9,7 +9,7 @@ import difflib
 import tomllib
 import types
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, Tag, ValidationError
@@ -21,7 +21,7 @@ from stalwart.contracts.agent import (
     MAX_NESTING,
     AgentSpec,
     McpStdioServer,
-    SubAgent,
+    mcp_transport,
     nesting,
     unknown_tool_names,
 )
@@ -36,17 +36,88 @@ MAX_FILE_BYTES = 10_000_000
 storage), and a larger read only fills memory."""
 
 
+Location = tuple[int | str, ...]
+"""Where a value sits in the document being validated, as pydantic's error locations say it."""
+
+
 def load_agent(path: str | Path) -> AgentSpec:
-    """Read and validate an agent file, with the agent files of its sub-agents read into it."""
-    return _load(Path(path), chain=())
+    """Read and validate an agent file, with the agent files of its sub-agents read into it.
+
+    One pass reads the file and, recursively, its sub-agents' files, each relative path made absolute against the
+    directory of the file that wrote it; the whole team is then validated at once, as one `AgentSpec`, and each
+    problem is reported against the file it is in.
+    """
+    files: dict[Location, str] = {}
+    data = _read_agent(Path(path), chain=(), at=(), files=files)
+    return _validated(data, files)
 
 
-def _load(path: Path, chain: tuple[Path, ...]) -> AgentSpec:
-    """`chain` holds the files that led here, so a sub-agent file that leads back to one of them is caught."""
-    data = _read_toml(path)
-    # A stdio MCP server runs in the agent file's directory unless it says otherwise, so relative `args` work.
-    spec = parse_agent(data, source=str(path)).with_base_dir(path.parent.resolve())
-    return _with_sub_agent_files(spec, path, (*chain, path.resolve()))
+def _read_agent(path: Path, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]) -> dict[str, Any]:
+    """The agent file `path` as plain data, its sub-agent files read in; `files` learns that the spec at `at` is
+    this file's. `chain` holds the files that led here, so a sub-agent file that leads back to one is caught."""
+    files[at] = str(path)
+    return _resolved(_read_toml(path), path, chain=(*chain, path.resolve()), at=at, files=files)
+
+
+def _resolved(
+    data: dict[str, Any], path: Path, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]
+) -> dict[str, Any]:
+    """An agent's data, written in the file `path`, with its relative paths made absolute and its sub-agent files
+    read in. A value of the wrong shape is left as it is, for validation to say what is wrong with it."""
+    servers, subs = data.get("mcp_servers"), data.get("sub_agents")
+    if isinstance(servers, list):
+        data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
+    if isinstance(subs, list):
+        data = {
+            **data,
+            "sub_agents": [
+                _sub_agent(path, n, sub, chain=chain, at=(*at, "sub_agents", n), files=files)
+                for n, sub in enumerate(subs)
+            ],
+        }
+    return data
+
+
+def _in_directory(server: Any, directory: Path) -> Any:
+    """A stdio MCP server runs in its agent file's directory unless it says otherwise, so relative `args` work."""
+    if not isinstance(server, dict) or mcp_transport(server) != "stdio":
+        return server
+    cwd = server.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        return server
+    return {**server, "cwd": str(PurePath(directory, cwd or "."))}
+
+
+def _sub_agent(
+    path: Path, n: int, sub: Any, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]
+) -> Any:
+    """A sub-agent of the file `path`, its `file` read into `spec` (relative to `path`), or its inline `spec`
+    resolved as part of `path`."""
+    if not isinstance(sub, dict) or "url" in sub:
+        return sub
+    field, file, spec = f"sub_agents.{n}", sub.get("file"), sub.get("spec")
+    if file is None:
+        if not isinstance(spec, dict):
+            return sub
+        return {**sub, "spec": _resolved(spec, path, chain=chain, at=(*at, "spec"), files=files)}
+    if spec is not None:
+        raise AgentFileError(f"{path}: field `{field}` sets both `file` and `spec`; keep one of them")
+    if not isinstance(file, str):
+        return sub
+    target = path.parent / file
+    if target.resolve() in chain:
+        cycle = " -> ".join(p.name for p in (*chain[chain.index(target.resolve()) :], target.resolve()))
+        raise AgentFileError(
+            f"{path}: field `{field}.file` = {file!r} leads back to an agent that delegates to this one "
+            f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
+        )
+    if not target.is_file():
+        raise AgentFileError(
+            f"{path}: field `{field}.file`: no agent file {target} "
+            "(a sub-agent's `file` is relative to the file that declares it); "
+            "fix the path or create the file"
+        )
+    return {**sub, "spec": _read_agent(target, chain=chain, at=(*at, "spec"), files=files)}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -102,49 +173,29 @@ def _agent_files_near(path: Path) -> list[str]:
     return sorted(str(file) for file in files)[:10]
 
 
-def _with_sub_agent_files(spec: AgentSpec, path: Path, chain: tuple[Path, ...]) -> AgentSpec:
-    if not spec.sub_agents:
-        return spec
-    return spec.model_copy(
-        update={"sub_agents": [_resolve(path, n, sub, chain) for n, sub in enumerate(spec.sub_agents)]}
-    )
-
-
-def _resolve(path: Path, n: int, sub: SubAgent, chain: tuple[Path, ...]) -> SubAgent:
-    """A sub-agent with its `file` read into `spec`, relative to the declaring file `path`."""
-    field = f"sub_agents.{n}"
-    if sub.file is None:
-        if sub.spec is None:
-            return sub
-        inline = sub.spec.with_base_dir(path.parent.resolve())
-        return sub.model_copy(update={"spec": _with_sub_agent_files(inline, path, chain)})
-    if sub.spec is not None:
-        raise AgentFileError(f"{path}: field `{field}` sets both `file` and `spec`; keep one of them")
-    target = path.parent / sub.file
-    if target.resolve() in chain:
-        cycle = " -> ".join(p.name for p in (*chain[chain.index(target.resolve()) :], target.resolve()))
-        raise AgentFileError(
-            f"{path}: field `{field}.file` = {sub.file!r} leads back to an agent that delegates to this one "
-            f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
-        )
-    if not target.is_file():
-        raise AgentFileError(
-            f"{path}: field `{field}.file`: no agent file {target} "
-            "(a sub-agent's `file` is relative to the file that declares it); "
-            "fix the path or create the file"
-        )
-    return sub.model_copy(update={"spec": _load(target, chain)})
-
-
 def parse_agent(data: dict[str, Any], *, source: str = "<agent>") -> AgentSpec:
+    """An agent spec from the data of one agent file (or any mapping), named `source` in its errors; its sub-agents'
+    `file` is not read (`load_agent` reads them)."""
     if nesting(data) > MAX_NESTING:
         raise AgentFileError(f"{source}: tables or lists nest deeper than {MAX_NESTING} levels; flatten them.")
+    return _validated(data, {(): source})
+
+
+def _validated(data: dict[str, Any], files: dict[Location, str]) -> AgentSpec:
+    """`data` validated as one spec; each problem is told against the file its value came from (`files`)."""
     try:
         return AgentSpec.model_validate(data)
     except ValidationError as err:
-        raise AgentFileError("\n".join(_describe(source, item) for item in err.errors())) from None
+        raise AgentFileError("\n".join(_described(files, item) for item in err.errors())) from None
     except RecursionError:
-        raise AgentFileError(f"{source}: nests too deeply to read; flatten its tables and lists.") from None
+        raise AgentFileError(f"{files[()]}: nests too deeply to read; flatten its tables and lists.") from None
+
+
+def _described(files: dict[Location, str], item: Any) -> str:
+    """One validation problem, told against the file that holds it and at its place in that file."""
+    loc = tuple(item["loc"])
+    start = max((at for at in files if loc[: len(at)] == at), key=len)
+    return _describe(files[start], {**item, "loc": loc[len(start) :]})
 
 
 def _describe(source: str, item: Any) -> str:
@@ -201,7 +252,7 @@ def _range_of(loc: tuple[int | str, ...]) -> str | None:
 def _field_names(model: type[BaseModel]) -> dict[str, FieldInfo]:
     """A model's fields by the name an agent file uses for them: the alias when there is one.
 
-    A contract is built on first use (contracts/__init__.py), so a field that names a model defined after its own
+    A contract is built on first use (contracts/model.py), so a field that names a model defined after its own
     (`SubAgent.spec`, an `AgentSpec`) is still a forward reference until its model is rebuilt here."""
     if not model.__pydantic_fields_complete__:
         model.model_rebuild()

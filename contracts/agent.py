@@ -10,7 +10,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import PurePath
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -415,7 +414,7 @@ class McpHttpServer(_McpServerBase):
         return value
 
 
-def _mcp_transport(value: Any) -> str | None:
+def mcp_transport(value: Any) -> str | None:
     """`transport` when given, else inferred: `command` means stdio, `url` means http."""
     if isinstance(value, BaseModel):
         return getattr(value, "transport", None)
@@ -429,7 +428,7 @@ def _mcp_transport(value: Any) -> str | None:
 McpServerSpec = Annotated[
     Annotated[McpStdioServer, Tag("stdio")] | Annotated[McpHttpServer, Tag("http")],
     Discriminator(
-        _mcp_transport,
+        mcp_transport,
         custom_error_type="mcp_transport",
         custom_error_message='set `transport = "stdio"` with a `command`, or `transport = "http"` with a `url`',
     ),
@@ -474,7 +473,13 @@ class SubAgent(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _inline_spec_named(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("spec"), dict) and "name" not in data["spec"]:
+        # Only an inline spec: the spec of a sub-agent `file` (read in by the loader) names itself, or is refused.
+        if (
+            isinstance(data, dict)
+            and data.get("file") is None
+            and isinstance(data.get("spec"), dict)
+            and "name" not in data["spec"]
+        ):
             return {**data, "spec": {"name": data.get("name"), **data["spec"]}}
         return data
 
@@ -663,16 +668,6 @@ class AgentSpec(_Strict):
                 "rename the sub-agent, as the model calls both by name"
             )
         return value
-
-    def with_base_dir(self, base_dir: str | PurePath) -> AgentSpec:
-        """This spec with each stdio MCP server's `cwd` made absolute against `base_dir` (an agent file's directory)."""
-        servers = [
-            server.model_copy(update={"cwd": str(PurePath(base_dir, server.cwd or "."))})
-            if isinstance(server, McpStdioServer)
-            else server
-            for server in self.mcp_servers
-        ]
-        return self.model_copy(update={"mcp_servers": servers})
 
 
 def unknown_tool_names(spec: AgentSpec, tools: Iterable[str] | None = None) -> str | None:

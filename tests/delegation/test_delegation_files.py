@@ -49,6 +49,36 @@ def test_a_missing_sub_agent_file_names_the_field_and_the_path_looked_at(tmp_pat
         load_agent(lead)
 
 
+def test_a_problem_in_a_sub_agent_file_is_told_against_that_file_at_its_place_there(tmp_path):
+    write(tmp_path / "sub" / "child.toml", 'name = "child"\ntemprature = 1\n')
+    lead = write(tmp_path / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "sub/child.toml"\n')
+    with pytest.raises(AgentFileError) as caught:
+        load_agent(lead)
+    assert str(caught.value) == (
+        f"{tmp_path / 'sub' / 'child.toml'}: field `temprature` is not an agent setting; did you mean `temperature`?"
+    )
+
+
+def test_a_sub_agent_file_names_itself_it_does_not_take_the_sub_agents_name(tmp_path):
+    write(tmp_path / "child.toml", 'description = "Helps."\n')
+    lead = write(tmp_path / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "child.toml"\n')
+    with pytest.raises(AgentFileError, match=r"child.toml: field `name` is required"):
+        load_agent(lead)
+
+
+def test_stdio_servers_run_in_the_directory_of_the_file_that_declares_them(tmp_path):
+    server = '[[mcp_servers]]\nname = "s"\ncommand = "python"\ncwd = "tools"\n'
+    write(tmp_path / "sub" / "child.toml", f'name = "child"\n{server}')
+    lead = write(
+        tmp_path / "lead.toml",
+        'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "sub/child.toml"\n'
+        '[[sub_agents]]\nname = "inline"\n[[sub_agents.spec.mcp_servers]]\nname = "t"\ncommand = "python"\n',
+    )
+    child, inline = load_agent(lead).sub_agents
+    assert child.spec.mcp_servers[0].cwd == str(tmp_path.resolve() / "sub" / "tools")
+    assert inline.spec.mcp_servers[0].cwd == str(tmp_path.resolve())
+
+
 def test_a_sub_agent_that_says_nothing_about_who_it_is_is_refused_with_the_fix():
     with pytest.raises(AgentFileError, match=r'field `sub_agents.0`: .*set `file = "helper.toml"`'):
         parse_agent({"name": "lead", "sub_agents": [{"name": "helper"}]})
