@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from stalwart.contracts.errors import UsageError
+
 ALLOWED_ENV_VAR = "STALWART_ALLOWED_ENV"
 """Comma-separated names (or `PREFIX_*` patterns) of further variables agent files may read."""
 PROVIDER_KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -38,7 +40,7 @@ _by_length: tuple[str, ...] = ()
 _allowed_by_workers: Counter[str] = Counter()
 
 
-class EnvNotAllowed(ValueError):
+class EnvNotAllowed(UsageError, ValueError):
     """An agent file names an environment variable the worker does not let agent files read."""
 
 

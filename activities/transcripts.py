@@ -25,6 +25,7 @@ from typing import Protocol
 from pydantic import TypeAdapter
 
 from stalwart.contracts.activities import AgentContext
+from stalwart.contracts.errors import InfrastructureError
 from stalwart.contracts.messages import Message, StoredContent, ToolResult, TranscriptRef
 from stalwart.contracts.run import StepArchive, StepRecord
 
@@ -45,7 +46,7 @@ class BlobStore(Protocol):
     async def get(self, key: str) -> bytes | None: ...
 
 
-class TranscriptError(Exception):
+class TranscriptError(InfrastructureError):
     """The stored conversation is missing or differs from what history says; retrying cannot help."""
 
 

@@ -25,9 +25,10 @@ from stalwart.contracts.agent import (
     nesting,
     unknown_tool_names,
 )
+from stalwart.contracts.errors import UsageError
 
 
-class AgentFileError(ValueError):
+class AgentFileError(UsageError, ValueError):
     """An agent file that cannot be used; the message names the file, the field and the fix."""
 
 

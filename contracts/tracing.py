@@ -10,6 +10,8 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from stalwart.contracts.errors import ConfigurationError
+
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 
@@ -23,7 +25,7 @@ def tracing_wanted(environ: Mapping[str, str] | None = None) -> bool:
     return any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
-class TracingSettingError(ValueError):
+class TracingSettingError(ConfigurationError):
     """An `OTEL_EXPORTER_OTLP_*` setting the exporter cannot use; the message names the variable and the fix."""
 
 

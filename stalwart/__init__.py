@@ -40,6 +40,12 @@ _EXPORTS: dict[str, str] = {
     # workers
     "StalwartPlugin": "stalwart.workers.plugin",
     "build_worker": "stalwart.workers.worker",
+    # errors: one tree, a branch for each kind of trouble (docs/errors.md)
+    "StalwartError": "stalwart.contracts.errors",
+    "UsageError": "stalwart.contracts.errors",
+    "NotFound": "stalwart.contracts.errors",
+    "RunFailed": "stalwart.contracts.errors",
+    "InfrastructureError": "stalwart.contracts.errors",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
     from stalwart.client.api import RunHandle, RunSummary, StalwartClient
     from stalwart.client.connection import connect
     from stalwart.contracts.agent import AgentSpec, Budgets
+    from stalwart.contracts.errors import InfrastructureError, NotFound, RunFailed, StalwartError, UsageError
     from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, RunState, StepRecord, StopReason
     from stalwart.workers.plugin import StalwartPlugin

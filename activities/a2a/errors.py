@@ -10,8 +10,10 @@ from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
+from stalwart.contracts.errors import InfrastructureError
 
-class A2AError(Exception):
+
+class A2AError(InfrastructureError):
     """Base of A2A failures; the message names the cause and what to do about it."""
 
     retryable = False

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from stalwart.activities.tools.registry import RetryableToolError
+from stalwart.contracts.errors import InfrastructureError, UsageError
 
 
-class McpConfigError(Exception):
+class McpConfigError(UsageError):
     """The agent's MCP settings cannot work as written: retrying will not help, the agent file or worker must change."""
 
     hint = "This tool cannot work on this worker as configured; carry on without it and tell the user."
@@ -25,13 +26,13 @@ class McpHandshakeTimeout(McpUnavailable):
     MAX_ATTEMPTS = 2
 
 
-class McpToolError(Exception):
+class McpToolError(InfrastructureError):
     """The server answered the call with an error (`isError` or a protocol error): feedback for the model."""
 
     hint = "Read the error, then fix the arguments or try another approach."
 
 
-class McpServerExited(Exception):
+class McpServerExited(InfrastructureError):
     """The server went away while a call was in flight; it is started again on the next call.
 
     A read-only tool is then called once more; any other is not, as it may

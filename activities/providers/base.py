@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from stalwart.activities.streaming import TurnObserver
 from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.errors import InfrastructureError
 from stalwart.contracts.messages import AssistantTurn
 
 
@@ -35,7 +36,7 @@ class StreamingModelProvider(Protocol):
 AnyModelProvider = ModelProvider | StreamingModelProvider
 
 
-class ModelError(Exception):
+class ModelError(InfrastructureError):
     """Base of provider failures. `retryable` decides whether Temporal tries again."""
 
     retryable = False

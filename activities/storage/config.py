@@ -29,6 +29,7 @@ from stalwart.activities.storage.objects import (
     ObjectNotFoundError,
     PrefixedObjectClient,
 )
+from stalwart.contracts.errors import ConfigurationError
 
 STORAGE_VAR = "STALWART_STORAGE"
 ENDPOINT_VAR = "STALWART_S3_ENDPOINT_URL"
@@ -148,7 +149,7 @@ class StorageConfig:
         )
 
 
-class StorageSettingError(ValueError):
+class StorageSettingError(ConfigurationError):
     """A `STALWART_STORAGE*` or `STALWART_S3_ENDPOINT_URL` value that cannot be used; the message names the variable
     and the forms it takes, so the CLI says it in one line."""
 

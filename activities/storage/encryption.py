@@ -26,6 +26,8 @@ from pathlib import Path
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
+from stalwart.contracts.errors import ConfigurationError
+
 KEYS_VAR = "STALWART_ENCRYPTION_KEYS"
 KEY_FILE_VAR = "STALWART_ENCRYPTION_KEY_FILE"
 
@@ -45,7 +47,7 @@ _FORMAT = (
 )
 
 
-class EncryptionKeyError(ValueError):
+class EncryptionKeyError(ConfigurationError):
     """The configured keys cannot be used, or a payload was sealed with a key that is not configured."""
 
 

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING
 
 from temporalio.contrib.aws.s3driver import S3StorageDriverClient
 
+from stalwart.contracts.errors import NotFound
+
 if TYPE_CHECKING:
     from types_aiobotocore_s3.client import S3Client
 
 
-class ObjectNotFoundError(FileNotFoundError):
+class ObjectNotFoundError(NotFound, FileNotFoundError):
     """No object at this bucket and key.
 
     One error for every client here, so callers that treat a missing object as

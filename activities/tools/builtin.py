@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from stalwart.activities.tools.registry import Tool, tool
+from stalwart.contracts.errors import UsageError
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -120,7 +121,7 @@ async def echo(text: str) -> str:  # async: nothing here blocks, so it need not 
     return text
 
 
-class NotAllowed(PermissionError):
+class NotAllowed(UsageError, PermissionError):
     """The worker's settings forbid this; the model cannot fix it by changing its arguments."""
 
     hint = "This worker does not permit it: tell the user which setting would allow it, or work without it."

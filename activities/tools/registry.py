@@ -22,10 +22,11 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from stalwart.contracts.agent import MAX_SECONDS
+from stalwart.contracts.errors import InfrastructureError, UsageError
 from stalwart.contracts.tools import ToolSpec
 
 
-class RetryableToolError(Exception):
+class RetryableToolError(InfrastructureError):
     """Raise from a tool when trying again later may succeed (a flaky service, a lock).
 
     Temporal then retries the call with backoff; any other exception goes
@@ -33,7 +34,7 @@ class RetryableToolError(Exception):
     """
 
 
-class ToolArgumentsError(Exception):
+class ToolArgumentsError(UsageError):
     """The model's arguments do not fit the tool's signature."""
 
 
