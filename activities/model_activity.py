@@ -22,6 +22,7 @@ from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
+from stalwart.contracts import failure_types
 from stalwart.contracts.activities import LONG_RATE_LIMIT, ModelContext, ModelRequest
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import AssistantTurn, Message
@@ -100,7 +101,7 @@ class ModelActivities:
             )  # large tool results come by reference
             messages = [*await self.transcripts.read(request.transcript), *new]
         except TranscriptError as err:
-            raise ApplicationError(str(err), type="TranscriptError", non_retryable=True) from err
+            raise ApplicationError(str(err), type=failure_types.TRANSCRIPT_ERROR, non_retryable=True) from err
         agent = providers.effective(static.agent)
         observed.agent(agent)
         context = ModelContext(

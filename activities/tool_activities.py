@@ -40,8 +40,10 @@ from stalwart.activities.tools.registry import (
     ToolRegistry,
 )
 from stalwart.activities.transcripts import TranscriptStore
+from stalwart.contracts import failure_types
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
+from stalwart.contracts.errors import UsageError
 from stalwart.contracts.messages import TOOL_ERROR_HINT, ToolCall, ToolResult
 from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, RUN_TOOL_ACTIVITY
 from stalwart.contracts.tools import ToolSpec
@@ -55,7 +57,7 @@ MISSING_INPUT_HINT = (
 )
 
 
-class BindingError(ValueError):
+class BindingError(UsageError, ValueError):
     """The agent's [bindings] name a tool or parameter that does not exist; the agent file must change."""
 
 
@@ -92,7 +94,7 @@ class ToolActivities:
                 f"(registered: {', '.join(self.registry.names()) or 'none'}). Start the worker with "
                 f"`stalwart worker --tools your.module` where the module defines them with @tool, "
                 f"or remove them from the agent file.",
-                type="UnknownToolError",
+                type=failure_types.UNKNOWN_TOOL,
                 non_retryable=True,
             )
         tools = [self.registry.get(name).spec() for name in agent.tools]  # type: ignore[union-attr]
@@ -182,9 +184,9 @@ class ToolActivities:
         except McpHandshakeTimeout as err:
             if activity.info().attempt >= err.MAX_ATTEMPTS:
                 return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)
-            raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
+            raise ApplicationError(f"{call.name}: {err}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
         except RetryableToolError as err:
-            raise ApplicationError(f"{call.name}: {err}", type="RetryableToolError") from err
+            raise ApplicationError(f"{call.name}: {err}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
         except ToolArgumentsError as err:
             return ToolResult.failure(call, f"ToolArgumentsError: {err}")
         except asyncio.CancelledError:

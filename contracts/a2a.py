@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from stalwart.contracts import failure_types
 from stalwart.contracts.model import Contract
 
 DelegationState = Literal["completed", "input-required"]
@@ -115,11 +116,8 @@ A2A_DELEGATE = "a2a_delegate"
 A2A_DESCRIBE = "a2a_describe"
 """Activity: `A2ADescribeRequest` -> `A2AAgentCard`."""
 
-UNAVAILABLE_ERROR = "A2AUnavailableError"
-"""Retryable: the agent could not be reached or answered 408/429/5xx; `next_retry_delay` honours Retry-After."""
-PROTOCOL_ERROR = "A2AProtocolError"
-"""The agent's card or answer breaks the protocol, or it answered a JSON-RPC error."""
-REQUEST_ERROR = "A2ARequestError"
-"""The agent refused the request for good: HTTP 4xx (401/403 name the token to set), no card at the URL."""
-TASK_ERROR = "A2ATaskError"
-"""The remote task ended failed, rejected, canceled or auth-required."""
+# The A2A activities' failure types, under the names the workflow's retry policy imports them by.
+UNAVAILABLE_ERROR = failure_types.A2A_UNAVAILABLE
+PROTOCOL_ERROR = failure_types.A2A_PROTOCOL
+REQUEST_ERROR = failure_types.A2A_REQUEST
+TASK_ERROR = failure_types.A2A_TASK

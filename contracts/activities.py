@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_serializer
 
+from stalwart.contracts import failure_types
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import Message, ToolCall, TranscriptRef
 from stalwart.contracts.model import Contract
@@ -97,11 +98,6 @@ class ToolRequest(Compact):
     """The run chain whose storage keeps a large result (`ToolResult.stored`); None keeps every result inline."""
 
 
-BUDGET_OVER = "BudgetOver"
-"""Error type of an activity that would have started after its run's wall-clock budget ended: it did nothing."""
-LONG_RATE_LIMIT = "ModelRateLimited"
-"""Error type of a model call the provider asked to repeat only after a long wait (Retry-After).
-
-Its details are `[seconds to wait, provider]`; the workflow waits that long on a durable timer
-if the run's budget allows (no worker slot is held meanwhile), and stops saying so if not.
-"""
+# Failure types of the activities, under the names workflow and activity code import them by.
+BUDGET_OVER = failure_types.BUDGET_OVER
+LONG_RATE_LIMIT = failure_types.LONG_RATE_LIMIT

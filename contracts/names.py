@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
+from stalwart.contracts import failure_types
+
 WORKFLOW_TYPE = "AgentWorkflow"
 TASK_QUEUE = "stalwart"
 
@@ -25,5 +27,7 @@ AGENT_AWAITING_APPROVAL = SearchAttributeKey.for_bool("AgentAwaitingApproval")
 
 SEARCH_ATTRIBUTES = (AGENT_NAME, AGENT_STATUS, AGENT_STEPS, AGENT_TOKENS, AGENT_COST_USD, AGENT_AWAITING_APPROVAL)
 
-SESSION_CONTINUING = "SessionContinuing"
-"""Error type of a `send` refused while a session continues as new: send it again (StalwartClient does)."""
+SESSION_CONTINUING = failure_types.SESSION_CONTINUING
+"""Error type of a `send` refused while a session continues as new: send it again (StalwartClient does).
+
+Every failure type a client may meet is in `stalwart.contracts.failure_types`."""
