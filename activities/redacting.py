@@ -1,5 +1,5 @@
 """Where text leaves an activity: the worker's secrets (`activities/secrets.py`) redacted from every activity's
-result, failure and heartbeat details, and from the process's log records.
+result, failure and heartbeat details, and from the process's log records, from the worker's first activity on.
 
 Kept apart from `secrets` so that `stalwart check`, which asks `secrets` which variables are allowed,
 does not import the Temporal worker.
@@ -24,7 +24,14 @@ from stalwart.contracts.stream import StreamProgress
 
 
 class RedactingInterceptor(Interceptor):
-    """Redacts the worker's secrets from every activity's result, failure and heartbeat details."""
+    """Redacts the worker's secrets from every activity's result, failure and heartbeat details.
+
+    Made with its worker, it first learns every secret the worker's environment holds
+    (`secrets.remember_environment`), so the first activity is redacted as fully as the last: a tool
+    result holding a provider key is redacted before anything has called that provider."""
+
+    def __init__(self) -> None:
+        secrets.remember_environment()
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _RedactingInbound(next)

@@ -1,38 +1,68 @@
 """The worker's secrets: which environment variables an agent file may read, and redaction of their values.
 
-Agent files are often written by someone other than whoever runs the worker, yet they name
-environment variables (`api_key_env`, `${NAME}` in MCP headers and env, `auth_token_env`) that the
-worker reads and sends to a URL the file chooses. So a worker reads only the variables it allows:
-the provider key variables, any `STALWART_*`, the names (or `PREFIX_*` patterns) listed in
-`STALWART_ALLOWED_ENV`, and those its `StalwartPlugin(allowed_env=...)` adds. Anything else is
-refused by name, with the way to allow it.
+Agent files are often written by someone other than whoever runs the worker, yet they name environment
+variables (`api_key_env`, `auth_token_env`, `${NAME}` in an MCP server's `headers` and `env`) whose values
+the worker sends to a URL or a command of the file's choosing. So three rules decide what a name may read,
+in this order, at `stalwart check` and again in the worker when it reads the variable (a run started
+without `check` is refused the same way):
 
-Every value read that way is remembered, and `redact` replaces it (whatever its shape) wherever text
-leaves an activity: `activities/redacting.py` applies it to every activity's errors, results and
-heartbeats (the streamed answer), and to the worker process's log records.
-Values shorter than `MIN_SECRET_CHARS` are not redacted: they would match ordinary words.
+1. A provider key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is read only as the key of a model of its own
+   provider (`api_key_env` of an `openai:`/`openai-responses:` or `anthropic:` model, or no `api_key_env`
+   at all): never for an MCP header or env, a remote agent's token, or another provider's model.
+2. The worker's own settings (`activities/worker_settings.py`: encryption keys, storage and Temporal
+   credentials, tokens, `TEMPORAL_*`, `AWS_*`, `OTEL_*`, ...) are never read, whatever the allowlist says.
+3. Anything else is read only when agent files may read it: `STALWART_AGENT_*`, the namespace kept for
+   them; the names (or `PREFIX_*` patterns) listed in `STALWART_ALLOWED_ENV`, and those a worker's
+   `StalwartPlugin(allowed_env=...)` adds. Other `STALWART_*` names stay readable as before (none of
+   them is a setting, by rule 2), but `STALWART_AGENT_*` is where new ones belong.
+
+A refusal names the variable, the field that named it, and what to do instead (docs/secrets.md).
+
+Every value read that way is remembered, and so are, from the worker's start, every provider key and
+secret setting in its environment and every variable agent files may read: `redact` replaces them
+(whatever their shape) wherever text leaves an activity. `activities/redacting.py` applies it to every
+activity's errors, results and heartbeats (the streamed answer), and to the worker process's log
+records. Values shorter than `MIN_SECRET_CHARS` are not redacted: they would match ordinary words.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
+import ipaddress
 import os
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from stalwart.activities import worker_settings
 from stalwart.contracts.errors import UsageError
 
 ALLOWED_ENV_VAR = "STALWART_ALLOWED_ENV"
 """Comma-separated names (or `PREFIX_*` patterns) of further variables agent files may read."""
-PROVIDER_KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+PROVIDER_KEYS: Mapping[str, tuple[str, ...]] = {
+    "OPENAI_API_KEY": ("openai", "openai-responses"),
+    "ANTHROPIC_API_KEY": ("anthropic",),
+}
+"""Each provider key variable, and the providers (the `provider` of `provider:model`) it may be sent to."""
+PROVIDER_KEY_VARS = tuple(PROVIDER_KEYS)
+PROVIDER_HOSTS: Mapping[str, tuple[str, ...]] = {
+    "OPENAI_API_KEY": ("api.openai.com",),
+    "ANTHROPIC_API_KEY": ("api.anthropic.com",),
+}
+"""Where a provider key may be sent through a model's `base_url`, besides a server on this machine (loopback)."""
+AGENT_PREFIX = "STALWART_AGENT_"
+"""The namespace of variables kept for agent files: the worker never reads a setting of its own there."""
 ALLOWED_PREFIX = "STALWART_"
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 6
+MAX_SECRET_FILE_BYTES = 1 << 20
+"""A secret setting naming a file (a key file) is read whole up to this size, to redact what it holds."""
 
 _lock = threading.Lock()
 _values: frozenset[str] = frozenset()
@@ -48,35 +78,134 @@ class EnvNotAllowed(UsageError, ValueError):
 
 
 def allowed_patterns(environ: Mapping[str, str] | None = None) -> list[str]:
-    """What agent files may read here: the defaults, `STALWART_ALLOWED_ENV`, and what running workers added."""
+    """What agent files may read here (rule 3): the agent namespace, `STALWART_*`, `STALWART_ALLOWED_ENV`'s
+    names, and what running workers added. Provider keys and the worker's settings are refused before these."""
     environ = os.environ if environ is None else environ
-    listed = [name.strip() for name in environ.get(ALLOWED_ENV_VAR, "").split(",") if name.strip()]
-    return [*PROVIDER_KEY_VARS, f"{ALLOWED_PREFIX}*", *listed, *sorted(_allowed_by_workers)]
+    return [f"{AGENT_PREFIX}*", f"{ALLOWED_PREFIX}*", *_listed(environ), *sorted(_allowed_by_workers)]
 
 
-def env_allowed(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed_patterns(environ))
+def _listed(environ: Mapping[str, str]) -> list[str]:
+    return [name.strip() for name in environ.get(ALLOWED_ENV_VAR, "").split(",") if name.strip()]
 
 
-def refusal(name: str, where: str, environ: Mapping[str, str] | None = None) -> str:
-    """Why `name` may not be read, and the two ways to fix it."""
+def env_problem(
+    name: str,
+    where: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    base_url: str | None = None,
+) -> str | None:
+    """Why an agent file may not read `name` (named by `where`), with what to do instead; None when it may.
+
+    `provider` is the provider of the model whose key `name` is (`openai`, `anthropic`, `auto`, ...), and
+    `base_url` where that model is called; both None for every other use (MCP headers and env, `auth_token_env`)."""
+    instead = f"{AGENT_PREFIX}{_stem(name)}"
+    if name in PROVIDER_KEYS:
+        owners = PROVIDER_KEYS[name]
+        if provider is None or not (provider in owners or provider == "auto"):
+            use = f"model `{provider}:...`" if provider is not None else "an MCP server or a remote agent"
+            return (
+                f"{where} names {name}, the API key of {' and '.join(owners)}: the worker sends it only to that "
+                f"provider, for a model `{owners[0]}:...`, never to {use}. Give this its own key: export it as "
+                f"{instead} (or a name listed in {ALLOWED_ENV_VAR}) where the worker runs, and name that instead."
+            )
+        host = _foreign_host(name, base_url)
+        if host is None:
+            return None
+        return (
+            f"the model's `base_url` would send {name} to {host}, which is not {owners[0]}'s API "
+            f"({', '.join(PROVIDER_HOSTS[name])}) nor a server on this machine: the worker sends a provider's key "
+            f"only to that provider. For another server, export its own key as {instead} where the worker runs "
+            f'and set `api_key_env = "{instead}"`.'
+        )
+    setting = worker_settings.setting_of(name)
+    if setting is not None:
+        return (
+            f"{where} names {name}, a setting of the worker itself ({setting}): agent files may never read the "
+            f"worker's own settings, whatever {ALLOWED_ENV_VAR} or allowed_env says. Export what this agent file "
+            f"needs as a variable of its own, e.g. {instead}, and name that instead."
+        )
+    if env_allowed(name, environ):
+        return None
     allowed = ", ".join(allowed_patterns(environ))
     return (
         f"{where} names the environment variable {name}, which the worker does not let agent files read "
-        f"(allowed: {allowed}). Rename it to {ALLOWED_PREFIX}{name}, or let the worker read it: "
+        f"(allowed: {allowed}). Rename it to {instead}, or let the worker read it: "
         f"{ALLOWED_ENV_VAR}={name} in the worker's environment, or StalwartPlugin(allowed_env=[{name!r}])."
     )
 
 
-def check_env(name: str, where: str, environ: Mapping[str, str] | None = None) -> None:
-    if not env_allowed(name, environ):
-        raise EnvNotAllowed(refusal(name, where, environ))
+def model_key_problem(model: str, api_key_env: str | None, base_url: str | None, where: str) -> str | None:
+    """Why a model's key may not be read (`api_key_env`, else its provider's own key variable); None when it may."""
+    provider = model.partition(":")[0]
+    name = api_key_env or next((key for key, owners in PROVIDER_KEYS.items() if provider in owners), None)
+    if name is None:
+        return None
+    return env_problem(name, where, provider=provider, base_url=base_url)
 
 
-def read_env(name: str, where: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The value of an allowed variable (None when unset), remembered as a secret; EnvNotAllowed otherwise."""
+def _foreign_host(name: str, base_url: str | None) -> str | None:
+    """The host of `base_url` when it is neither the API of the provider whose key `name` is nor this machine."""
+    if not base_url:
+        return None
+    try:
+        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return base_url
+    if host in PROVIDER_HOSTS[name] or host == "localhost" or host.endswith(".localhost"):
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    return host or base_url
+
+
+def _stem(name: str) -> str:
+    """`name` without a prefix of ours, to suggest `STALWART_AGENT_<stem>`."""
+    for prefix in (AGENT_PREFIX, ALLOWED_PREFIX):
+        if name.upper().startswith(prefix):
+            return name[len(prefix) :] or "TOKEN"
+    return name
+
+
+def env_allowed(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether rule 3 lets agent files read `name` (provider keys and the worker's settings aside)."""
+    if name in PROVIDER_KEYS or worker_settings.setting_of(name) is not None:
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed_patterns(environ))
+
+
+def refusal(name: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """Why `name` may not be read by anything but a model's `api_key_env`, and what to do instead."""
+    return env_problem(name, where, environ) or f"{where} may read {name}"
+
+
+def check_env(
+    name: str,
+    where: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    base_url: str | None = None,
+) -> None:
+    problem = env_problem(name, where, environ, provider=provider, base_url=base_url)
+    if problem is not None:
+        raise EnvNotAllowed(problem)
+
+
+def read_env(
+    name: str,
+    where: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    base_url: str | None = None,
+) -> str | None:
+    """The value of a variable the agent file may read (None when unset), remembered as a secret;
+    EnvNotAllowed otherwise. `provider` and `base_url`: as for `env_problem`, given only for a model's key."""
     environ = os.environ if environ is None else environ
-    check_env(name, where, environ)
+    check_env(name, where, environ, provider=provider, base_url=base_url)
     value = environ.get(name)
     if value is not None:
         remember(value)
@@ -85,10 +214,12 @@ def read_env(name: str, where: str, environ: Mapping[str, str] | None = None) ->
 
 @contextlib.contextmanager
 def allowing(names: Iterable[str]) -> Iterator[None]:
-    """Let agent files read these variables too while a worker runs (`StalwartPlugin(allowed_env=...)`)."""
+    """Let agent files read these variables too while a worker runs (`StalwartPlugin(allowed_env=...)`);
+    their values are secrets from now on."""
     names = list(names)
     with _lock:
         _allowed_by_workers.update(names)
+    remember_environment()
     try:
         yield
     finally:
@@ -98,13 +229,51 @@ def allowing(names: Iterable[str]) -> Iterator[None]:
                 del _allowed_by_workers[name]
 
 
+def remember_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Treat as secrets, before any activity runs, the values a worker here can see: every provider key, every
+    secret setting of the worker's (the content of a key file it names), every variable agent files may read.
+
+    Without it a key was redacted only once something had read it: a tool result holding the Anthropic key
+    went out whole on a worker that had not yet called Anthropic."""
+    environ = os.environ if environ is None else environ
+    # Not `*` and the like: a worker letting agent files read everything would redact every path and word.
+    readable = [p for p in [f"{AGENT_PREFIX}*", *_listed(environ), *_allowed_by_workers] if p[:1].isalnum()]
+    for name, value in list(environ.items()):
+        if name in PROVIDER_KEYS:
+            remember(value)
+        elif worker_settings.is_secret(name):
+            if name.upper().endswith(worker_settings.FILE_SUFFIXES):
+                value = _file_text(value)
+            remember(value, split=True)
+        elif worker_settings.setting_of(name) is None and any(fnmatch.fnmatchcase(name, p) for p in readable):
+            remember(value)
+
+
+def _file_text(path: str) -> str:
+    """What a secret setting's file holds, or nothing when it cannot be read (its reader will say why)."""
+    try:
+        file = Path(path).expanduser()
+        if not file.is_file():  # a pipe would block the worker's start; a folder holds no key
+            return ""
+        with file.open("rb") as opened:
+            return opened.read(MAX_SECRET_FILE_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+
+
 # -- redaction ----------------------------------------------------------------------------------------------------
 
 
-def remember(value: str) -> None:
-    """Treat `value` as a secret from now on (each line of it too, for values that hold several)."""
+def remember(value: str, *, split: bool = False) -> None:
+    """Treat `value` as a secret from now on (each line of it too, for values that hold several).
+
+    With `split` (a setting listing several secrets, `ID:KEY,ID:KEY`), each comma-separated entry and
+    what follows its last `:` are secrets too."""
     global _values, _by_length
     parts = {part.strip() for part in [value, *value.splitlines()]}
+    if split:
+        entries = {entry.strip() for line in value.splitlines() for entry in line.split(",")}
+        parts |= entries | {entry.rpartition(":")[2] for entry in entries}
     parts = {part for part in parts if len(part) >= MIN_SECRET_CHARS} - _values
     if not parts:
         return

@@ -319,9 +319,10 @@ def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[st
             f"{source}: field `{where}model` = {spec.model!r} names provider {prefix!r}, which no worker knows; "
             f"use one of {', '.join(BUILTIN_PROVIDERS)} (as `provider:model-name`)"
         )
+    key_problem = secrets.model_key_problem(spec.model, spec.api_key_env, spec.base_url, "it")
+    if key_problem is not None:  # a provider's own key goes only to its provider's API
+        problems.append(f"{source}: field `{where}{'api_key_env' if spec.api_key_env else 'base_url'}`: {key_problem}")
     names: list[tuple[str, str]] = []
-    if spec.api_key_env:
-        names.append((f"{where}api_key_env", spec.api_key_env))
     for n, server in enumerate(spec.mcp_servers):
         values = server.env if isinstance(server, McpStdioServer) else server.headers
         kind = "env" if isinstance(server, McpStdioServer) else "headers"
@@ -336,6 +337,7 @@ def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[st
     if unknown is not None:
         problems.append(f"{source}: {where}{unknown}")
     for field, name in names:
-        if not secrets.env_allowed(name):
-            problems.append(f"{source}: field `{field}`: {secrets.refusal(name, 'it')}")
+        problem = secrets.env_problem(name, "it")
+        if problem is not None:
+            problems.append(f"{source}: field `{field}`: {problem}")
     return problems

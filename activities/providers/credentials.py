@@ -2,7 +2,8 @@
 
 A key is never part of an agent spec, a workflow input or a result: the spec
 may only name the environment variable (`api_key_env`), one the worker allows
-(`activities/secrets.py`), and the key is redacted from whatever leaves the activity.
+(`activities/secrets.py`: a provider's own key only for a model of that provider), and the key is
+redacted from whatever leaves the activity.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def api_key(agent: AgentSpec, default_env: str | None, environ: Mapping[str, str
     if name is None:
         return LOCAL_PLACEHOLDER_KEY
     try:  # the worker reads only the variables it allows; what it reads is redacted wherever it would leave
-        value = (secrets.read_env(name, f"agent {agent.name!r}: `api_key_env`", environ) or "").strip()
+        where, provider = f"agent {agent.name!r}: `api_key_env`", agent.model.partition(":")[0]
+        value = (secrets.read_env(name, where, environ, provider=provider, base_url=agent.base_url) or "").strip()
     except secrets.EnvNotAllowed as err:
         raise ModelConfigError(str(err)) from None
     if not value:

@@ -1,0 +1,80 @@
+"""Issue 43, item 2: every secret a worker can see is redacted from its first unit of work.
+
+A tool result or error holding a provider key went out whole (in the run's result, its history, `show`, the stored
+transcripts) on a worker that had not yet called that provider: the redactor learnt a key only when something read
+it. Now a worker knows, before its first activity, every provider key and secret setting of its environment. Each
+value here is new to this process, and the agent's model is scripted: no provider is ever called.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+
+import pytest
+
+from stalwart.activities import secrets
+from stalwart.activities.tools import tool
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+
+SEEN_BY_THE_WORKER = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "STALWART_CODEC_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "TEMPORAL_API_KEY",
+    "STALWART_AGENT_SEARCH_TOKEN",
+]
+
+
+@tool
+def read_worker_variable(name: str) -> str:
+    """Return a variable of the worker's environment, as a careless tool (`env`, a debug dump) would.
+
+    Args:
+        name: The variable.
+    """
+    return f"{name}={os.environ.get(name, '')}"
+
+
+@tool
+def fail_with_worker_variable(name: str) -> str:
+    """Fail with an error quoting a variable of the worker's environment, as a client library may.
+
+    Args:
+        name: The variable.
+    """
+    raise RuntimeError(f"authentication failed with key {os.environ.get(name, '')}")
+
+
+def _agent(tool_name: str, variable: str) -> AgentSpec:
+    return AgentSpec(
+        name="leaky",
+        tools=[tool_name],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name=tool_name, arguments={"name": variable})]),
+            ScriptedReply(text="done"),
+        ],
+    )
+
+
+@pytest.mark.parametrize("tool_name", ["read_worker_variable", "fail_with_worker_variable"])
+@pytest.mark.parametrize("variable", SEEN_BY_THE_WORKER)
+async def test_a_tool_result_or_error_holding_a_secret_is_redacted_on_a_fresh_worker_before_any_provider_call(
+    stalwart, worker_with, monkeypatch, caplog, variable, tool_name
+):
+    value = f"never-seen-{uuid.uuid4().hex}"
+    monkeypatch.setenv(variable, value)
+    caplog.set_level(logging.DEBUG)
+    async with worker_with(read_worker_variable, fail_with_worker_variable):
+        handle = await stalwart.start(_agent(tool_name, variable), "show me")
+        result = await handle.result()
+        history = (await handle.history()).to_json()
+    tool_steps = [step for step in result.steps if step.role == "tool"]
+    assert result.stop_reason == "done" and len(tool_steps) == 1
+    said = tool_steps[0].error if tool_name == "fail_with_worker_variable" else tool_steps[0].result
+    assert secrets.REDACTED in (said or "")
+    assert value not in result.model_dump_json()
+    assert value not in history
+    assert value not in caplog.text
