@@ -25,7 +25,7 @@ from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, Too
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
 from stalwart.contracts.run import RunState, StepRecord
-from stalwart.contracts.run_input import RunInput
+from stalwart.contracts.run_input import ContinuedRunInput
 
 NO_WORKER = (
     "no worker is running for this run's task queue (the live query went unanswered): this is read from the "
@@ -34,7 +34,7 @@ NO_WORKER = (
 
 
 class _Rebuilt:
-    def __init__(self, run_input: RunInput, started_at: datetime) -> None:
+    def __init__(self, run_input: ContinuedRunInput, started_at: datetime) -> None:
         self.run_input = run_input
         self.steps: list[StepRecord] = []
         self.usage = run_input.carried.usage if run_input.carried else Usage()
@@ -56,11 +56,11 @@ async def rebuild(
     `client/reader.py`), decoded through the run's data converter."""
     started = events[0].workflow_execution_started_event_attributes
     try:
-        [run_input] = await converter.decode(list(started.input.payloads), [RunInput])
+        [run_input] = await converter.decode(list(started.input.payloads), [ContinuedRunInput])
     except Exception:  # an input the workflow itself refuses: nothing more to read
         if any(is_encrypted(p) for p in started.input.payloads):
             raise  # sealed with a key this process lacks: the error names it (not an input started wrong)
-        run_input = RunInput.model_validate({"agent": {"name": "invalid-input"}})
+        run_input = ContinuedRunInput.model_validate({"agent": {"name": "invalid-input"}})
     rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
     for event in events:
         await _apply(rebuilt, event, converter)

@@ -1,4 +1,4 @@
-"""What a run starts with: the agent spec, the goal, its inputs, and what continue-as-new carries to the next run.
+"""What a run starts with: the agent spec, the goal, its inputs, and (for a run continued as new) its chain's state.
 
 Kept apart from the run's record (`run.py`) so that reading a finished run does not build the agent spec's
 contracts, the largest of them.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from stalwart.contracts.agent import DEFAULT_MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS, AgentSpec
 from stalwart.contracts.messages import Message, TranscriptRef, Usage
@@ -22,7 +22,7 @@ class RunInput(Contract):
     """The workflow input: the whole agent spec, the goal, and named inputs for tool bindings.
 
     With `session`, the run stays open after its answer and takes further messages; its
-    goal, if any, is the first message. `carried` is set only by continue-as-new.
+    goal, if any, is the first message.
     """
 
     agent: AgentSpec
@@ -34,7 +34,6 @@ class RunInput(Contract):
     )
     inputs: dict[str, Any] = Field(default_factory=dict)
     session: bool = False
-    carried: Carried | None = None
 
     @model_validator(mode="after")
     def _goal_fits(self) -> RunInput:
@@ -43,13 +42,25 @@ class RunInput(Contract):
             raise ValueError(problem)
         return self
 
+
+class ContinuedRunInput(RunInput):
+    """What the workflow reads as its input: a `RunInput`, and for a run continued as new its chain's state.
+
+    Only continue-as-new writes `carried` (under that key, so runs continued by any release read alike); a run
+    started afresh has none. Apart from the public `RunInput` so that its schema offers callers only what they
+    give."""
+
+    model_config = ConfigDict(title="RunInput")  # a validation error names the input as callers know it
+
+    carried: ChainState | None = None
+
     @model_validator(mode="after")
-    def _carried_turn_has_its_budget(self) -> RunInput:
+    def _carried_turn_has_its_budget(self) -> ContinuedRunInput:
         turn = self.carried.turn if self.carried else None
         if turn is not None and turn.deadline is not None and self.agent.budgets.max_seconds is None:
             raise ValueError(
-                "`carried.turn` has a deadline but the agent has no `max_seconds`: `carried` is written by "
-                "Stalwart's continue-as-new; leave it out of a run you start"
+                "`carried.turn` has a deadline but the agent has no `max_seconds`: a chain's state must come from "
+                "the run that continued as new with this agent"
             )
         return self
 
@@ -100,8 +111,11 @@ class QueuedMessage(Contract):
 _INT64_MAX = 2**63 - 1
 
 
-class Carried(Contract):
-    """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes."""
+class ChainState(Contract):
+    """Everything the next run of a chain needs after continue-as-new: nothing the model or user saw changes.
+
+    The workflow holds its chain's state in one object of this type from the start (`workflows/chain.py`), and
+    continue-as-new writes that object whole: a field added here is carried without another line."""
 
     chain_id: str
     """The first run's id: the conversation and step archives are stored under it for the whole chain."""
@@ -122,19 +136,20 @@ class Carried(Contract):
     turns: int = Field(0, ge=0)
     turn: TurnInProgress | None = None
     answer: str | None = None
-    tools: list[ToolSpec] = Field(default_factory=list)
-    """The tools as described when the chain began: the model sees the same list in every run."""
+    tools: list[ToolSpec] | None = None
+    """The tools as described when the chain began: the model sees the same list in every run. None until the
+    first run has described them; continue-as-new always carries a list."""
     metrics: RunMetrics | None = None
     """The metrics of the steps earlier runs archived (their steps are not carried)."""
 
     @model_validator(mode="after")
-    def _counts_fit_search_attributes(self) -> Carried:
+    def _counts_fit_search_attributes(self) -> ChainState:
         """The chain's counts are published as int64 search attributes: past that, every workflow task fails."""
         usage = self.usage
         if not all(0 <= count <= _INT64_MAX for count in (usage.input_tokens, usage.output_tokens, usage.total_tokens)):
             raise ValueError(
-                "`carried.usage` holds a token count outside 0 to 2**63-1: `carried` is written by Stalwart's "
-                "continue-as-new; leave it out of a run you start"
+                "`carried.usage` holds a token count outside 0 to 2**63-1, which no chain's state can hold: "
+                "the chain's counts are published as int64 search attributes"
             )
         return self
 

@@ -7,7 +7,7 @@ from datetime import UTC, timedelta
 import pytest
 
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
-from stalwart.contracts.run_input import RunInput
+from stalwart.contracts.run_input import ContinuedRunInput
 
 TWO_MIB = 2 * 1024 * 1024
 
@@ -88,7 +88,7 @@ async def test_continue_as_new_keeps_the_wall_clock_deadline_and_the_step_budget
     inputs = [
         (
             await stalwart.temporal.data_converter.decode(
-                list(h.events[0].workflow_execution_started_event_attributes.input.payloads), [RunInput]
+                list(h.events[0].workflow_execution_started_event_attributes.input.payloads), [ContinuedRunInput]
             )
         )[0]
         for h in histories

@@ -1,0 +1,113 @@
+"""The chain: the runs linked by continue-as-new, read as one run.
+
+A run holds its chain's state in one `ChainState` from its start (a fresh one, or the one the run before it
+carried) and reads and writes it there; continue-as-new carries that object whole, so nothing the model or the
+user saw changes between runs. This run's own step log is not carried: before continuing, it goes to storage
+and the chain names its archives.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts import names
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import Message, TranscriptRef, Usage
+    from stalwart.contracts.run import ArchiveStepsRequest, StepArchive, StepRecord
+    from stalwart.contracts.run_input import ChainState, ContinuedRunInput, QueuedMessage
+    from stalwart.workflows import conversation, policies
+
+
+class ContinueAsNew(Exception):
+    """History is long: continue as new at this safe point, carrying the turn in progress."""
+
+
+class Chain:
+    """This run's chain state (`state`, what continue-as-new carries) and this run's step log (`steps`)."""
+
+    def __init__(self, input: ContinuedRunInput, now: datetime) -> None:
+        self.continued = input.carried is not None
+        """Whether an earlier run of the chain continued as new into this one."""
+        self.steps: list[StepRecord] = []  # earlier runs' steps are archived, named by `state.archives`
+        if input.carried is not None:
+            self.state = input.carried
+            return
+        chain_id = workflow.info().run_id
+        self.state = ChainState(
+            chain_id=chain_id,
+            runs=0,
+            started_at=now,
+            step=0,
+            usage=Usage(),
+            transcript=TranscriptRef(chain_id=chain_id),
+        )
+        if not input.session:
+            self.record_user_message(input.goal, now)
+        elif input.goal:  # a session's goal is its first message
+            self.state.queued.append(QueuedMessage(id="goal", text=input.goal, received_at=now))
+
+    def record_user_message(self, text: str, now: datetime) -> None:
+        self.state.unsent.append(Message(role="user", content=text))
+        self.steps.append(StepRecord(step=self.state.step, role="user", content=text, started_at=now, ended_at=now))
+
+    def close_open_steps(self, why: str) -> None:
+        now = workflow.now()
+        for record in self.steps:
+            if record.ended_at is None:
+                record.ended_at = now
+                record.error = why
+
+    def due(self, agent: AgentSpec) -> bool:
+        """Whether history is long enough to continue as new (`[session] continue_as_new_events`, or the server's
+        suggestion)."""
+        info = workflow.info()
+        limit = agent.session.continue_as_new_events
+        if limit is not None:
+            return info.get_current_history_length() >= limit
+        return info.is_continue_as_new_suggested()
+
+    @staticmethod
+    def outdated() -> bool:
+        """A newer worker deployment version has become current since this run started (worker versioning):
+        a session at rest continues as new onto it instead of keeping its pinned old version for weeks."""
+        return workflow.info().is_target_worker_deployment_version_changed()
+
+    async def archive_steps(self, why: str = "before continuing as new") -> None:
+        """Keep this run's steps in storage; the next run (or the result) names the archives instead of holding them.
+
+        At the end of a run this keeps a large step log out of the result, which would repeat in history
+        every tool result already recorded there; `RunHandle.result()` joins the archives back.
+        """
+        if not self.steps:
+            return
+        state = self.state
+        archive = await workflow.execute_activity(
+            names.ARCHIVE_STEPS_ACTIVITY,
+            ArchiveStepsRequest(
+                chain_id=state.chain_id,
+                index=len(state.archives),
+                steps=[step.archived() for step in self.steps],  # stored results are not sent again
+            ),
+            result_type=StepArchive,
+            start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
+            retry_policy=policies.ARCHIVE_RETRY,
+            summary=f"archive {len(self.steps)} steps {why}",
+        )
+        state.archives.append(archive)
+        state.metrics = conversation.metrics(self.steps, state.metrics)
+        self.steps = []
+        if state.turn is not None:
+            state.turn.first_record = 0
+
+    def carried(self) -> ChainState:
+        """The state the next run starts from: the whole of `state`, counting this run, with the newest tool results
+        the thrash guard keeps."""
+        state = self.state
+        assert state.tools is not None, "tools are described before any turn, so before any continue-as-new"
+        fields: dict[str, Any] = dict(state)
+        fields.update(runs=state.runs + 1, earlier_results=conversation.latest_results(state.earlier_results))
+        return ChainState(**fields)

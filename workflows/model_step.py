@@ -1,0 +1,166 @@
+"""The model step: ask the model for the next action, as an activity, and record its reply.
+
+Only what the model has not yet read goes in the request (the conversation itself is in storage, named by the
+chain's transcript). A conversation that overflows its window under the `summarize` strategy is summarised by a
+step of its own, then asked again; a provider's long rate limit is waited out on a durable timer, within limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts import names
+    from stalwart.contracts.activities import AgentContext, ModelRequest
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import AssistantTurn
+    from stalwart.contracts.run import StepRecord
+    from stalwart.workflows import deadlines, policies
+    from stalwart.workflows.budget import Budget
+    from stalwart.workflows.chain import Chain
+    from stalwart.workflows.failures import long_rate_limit, message_unless_cancelled
+    from stalwart.workflows.turns import Turn
+    from stalwart.workflows.visibility import Visibility
+
+
+class ModelFailed(Exception):
+    """The model activity failed for good; the turn ends with stop reason `error`, and this message."""
+
+
+def truncated(agent: AgentSpec, step: int, reply: AssistantTurn) -> str:
+    """Why a reply cut off by the output-token limit is no answer: the run stops with `max_tokens`, as the Strands
+    loop does; the cut-off text stays in the step log and its tool calls (likely cut off too) are not run."""
+    limit = agent.max_output_tokens
+    return (
+        f"the model's reply at step {step} was cut off by its output-token limit "
+        f"(stop reason {reply.stop_reason!r}; max_output_tokens = {limit if limit else 'the provider default'}), "
+        f"so the run stops instead of taking it as the answer. Raise `max_output_tokens` in the agent file, "
+        f"or ask for a shorter answer."
+    )
+
+
+class ModelStep:
+    """Asks the model, for the turn given, and writes the step, its usage and the conversation's state."""
+
+    def __init__(self, agent: AgentSpec, chain: Chain, visibility: Visibility) -> None:
+        self._agent = agent
+        self._chain = chain
+        self._visibility = visibility
+
+    async def ask(self, turn: Turn, *, tools_enabled: bool) -> AssistantTurn:
+        """The model's reply to what it has not read yet; raises `ModelFailed` when the call fails for good."""
+        state, budget = self._chain.state, turn.budget
+        assert state.tools is not None, "tools are described before the first turn"
+        state.step += 1
+        budget.steps_taken += 1
+        record = StepRecord(step=state.step, role="assistant", started_at=workflow.now())
+        self._chain.steps.append(record)
+        request = ModelRequest(
+            step=state.step,
+            transcript=state.transcript,
+            new_messages=state.unsent,
+            context=None if state.context_ref else AgentContext(agent=self._agent, tools=state.tools),
+            context_ref=state.context_ref,
+            tools_enabled=tools_enabled,
+            deadline=budget.deadline,
+            may_defer=True,
+        )
+        waits = 0
+        while True:
+            start_to_close, schedule_to_close = deadlines.capped(
+                request.deadline, policies.MODEL_START_TO_CLOSE, policies.MODEL_SCHEDULE_TO_CLOSE
+            )
+            try:
+                reply = await workflow.execute_activity(
+                    names.MODEL_ACTIVITY,
+                    request,
+                    result_type=AssistantTurn,
+                    start_to_close_timeout=start_to_close,
+                    schedule_to_close_timeout=schedule_to_close,
+                    heartbeat_timeout=policies.MODEL_HEARTBEAT,
+                    retry_policy=policies.MODEL_RETRY,
+                    summary=f"model {self._agent.model} · step {state.step}",
+                )
+                if reply.needs_summary and not request.summarize:
+                    # Context strategy `summarize`: the conversation overflows its window. This step's model call
+                    # writes a summary of the older messages instead (an activity of its own, so the summary is in
+                    # history); the next step asks for the reply again, on the shorter conversation.
+                    state.transcript = reply.transcript or state.transcript
+                    state.context_ref = reply.context_ref or state.context_ref
+                    state.unsent = []
+                    update: dict[str, Any] = {"summarize": True, "transcript": state.transcript, "context": None}
+                    request = request.model_copy(
+                        update={**update, "new_messages": [], "context_ref": state.context_ref}
+                    )
+                    continue
+                break
+            except ActivityError as err:
+                if deadlines.budget_over(err, request.deadline):
+                    raise deadlines.DeadlineReached() from err
+                limited = long_rate_limit(err)
+                refusal = None if limited is None else self._rate_limit_refusal(*limited, budget, waits=waits)
+                if limited is not None and refusal is None:
+                    waits += 1
+                    seconds, provider = limited
+                    await workflow.sleep(seconds, summary=f"rate limited by {provider}: waiting {seconds:g} s")
+                    continue
+                record.error = refusal or message_unless_cancelled(err)
+                record.ended_at = workflow.now()
+                raise ModelFailed(f"model call at step {state.step} failed: {record.error}") from err
+        if request.summarize:
+            return await self._after_summary(record, reply, turn, tools_enabled=tools_enabled)
+        record.content = reply.text
+        record.usage = reply.usage
+        record.stop_reason = reply.stop_reason
+        record.ended_at = workflow.now()
+        budget.charge(reply.usage)
+        state.usage = state.usage + reply.usage
+        if reply.transcript is not None:
+            state.transcript = reply.transcript
+        state.context_ref = reply.context_ref or state.context_ref
+        if reply.deferred:  # nothing stored: the next request carries what this one did, and the answer
+            state.unsent = [*request.new_messages, reply.as_message()]
+        else:
+            state.unsent = [] if reply.recorded else [reply.as_message()]
+        self._visibility.publish()
+        return reply
+
+    async def _after_summary(
+        self, record: StepRecord, summary: AssistantTurn, turn: Turn, *, tools_enabled: bool
+    ) -> AssistantTurn:
+        """Record the summary step (not one of `max_steps`, its tokens charged), then make the model call it made
+        room for."""
+        state = self._chain.state
+        record.content, record.usage, record.summary = summary.text, summary.usage, True
+        record.ended_at = workflow.now()
+        turn.budget.charge(summary.usage)
+        state.usage = state.usage + summary.usage
+        turn.budget.steps_taken -= 1
+        state.transcript = summary.transcript or state.transcript
+        self._visibility.publish()
+        return await self.ask(turn, tools_enabled=tools_enabled)
+
+    def _rate_limit_refusal(self, seconds: float, provider: str, budget: Budget, *, waits: int) -> str | None:
+        """Why the run does not wait out a long Retry-After; None when it may (on a durable timer)."""
+        asked = f"rate limited by {provider}, which asked to wait {seconds:g} s before the next request"
+        if waits >= policies.RATE_LIMIT_MAX_WAITS:
+            return (
+                f"{asked}, after {waits} such waits at this step; stopped. Run again later, or check the "
+                "account's limits."
+            )
+        if seconds > policies.RATE_LIMIT_MAX_WAIT.total_seconds():
+            return (
+                f"{asked}, longer than the {policies.RATE_LIMIT_MAX_WAIT.total_seconds():g} s a run waits; stopped. "
+                "Run again later, or check the account's limits."
+            )
+        left = budget.remaining_seconds(workflow.now())
+        if left is not None and seconds >= left:
+            return (
+                f"{asked}, but only {left:.0f} s of this run's wall-clock budget "
+                f"(max_seconds={self._agent.budgets.max_seconds:g}) is left; stopped instead of waiting. "
+                "Raise max_seconds to let runs wait out rate limits, or run again later."
+            )
+        return None

@@ -1,0 +1,51 @@
+"""Every `workflow.patched` id of the agent workflow, and the one place that asks for them.
+
+A patch lets a behaviour change reach runs in flight: a run recorded before the change replays its old branch
+(no marker in its history), a run started since takes the new one and records the marker. docs/patches.md lists
+each id with the release it came in, the release that makes it `deprecate_patch` and the release that deletes
+it; tests/test_patch_policy.py holds this module and that table to each other.
+
+`workflow.patched` records its marker the first time it is asked, at that point of the history: where and when
+each call site asks is part of the recorded command order, so keep each `active(...)` call where it is (often
+last in an `and` chain, so that runs which never reach the new branch gain no marker).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+UNKNOWN_TOOL_NAMES_END_THE_RUN = "unknown-tool-names-end-the-run"
+"""A name in `require_approval` or `[bindings]` that no tool has ends the run before any tool runs."""
+ARCHIVE_LARGE_STEP_LOG = "archive-large-step-log"
+"""A large step log goes to storage at the run's end instead of into the result."""
+MESSAGES_SIGNALLED_WHILE_CLOSING_ARE_ANSWERED = "messages-signalled-while-closing-are-answered"
+"""A message signalled after `close`, while the session still answers, is answered instead of dropped."""
+SESSION_LISTED_WAITING_WHILE_OPEN = "session-listed-waiting-while-open"
+"""An open session is listed `waiting` throughout, not `running` and `waiting` at every turn."""
+SESSION_RUNNING_AT_TURN_START = "session-running-at-turn-start"
+"""A session's current details say `running` from the message on, not from the turn's first model call."""
+PERSISTENCE_NUDGE = "persistence-nudge"
+"""An answer that gives up early is met with `[loop] persistence_prompt`."""
+MESSAGES_WAIT_OUT_A_SPENT_TURN = "messages-wait-out-a-spent-turn"
+"""Messages that arrive during a turn that has spent its budget wait for the next turn."""
+SEARCH_ATTRIBUTE_COUNTERS_THROTTLED = "search-attribute-counters-throttled"
+"""The step, token and cost counters are upserted at most every `policies.COUNTERS_EVERY`, not every step."""
+
+ALL = (
+    UNKNOWN_TOOL_NAMES_END_THE_RUN,
+    ARCHIVE_LARGE_STEP_LOG,
+    MESSAGES_SIGNALLED_WHILE_CLOSING_ARE_ANSWERED,
+    SESSION_LISTED_WAITING_WHILE_OPEN,
+    SESSION_RUNNING_AT_TURN_START,
+    PERSISTENCE_NUDGE,
+    MESSAGES_WAIT_OUT_A_SPENT_TURN,
+    SEARCH_ATTRIBUTE_COUNTERS_THROTTLED,
+)
+"""Every id in use, in the order of the table in docs/patches.md."""
+
+
+def active(patch_id: str) -> bool:
+    """Whether this run takes the patched branch: always for a new run, never for one recorded before the patch.
+
+    The only call of `workflow.patched` in the workflow code, so that every id goes through `ALL`."""
+    return workflow.patched(patch_id)
