@@ -19,21 +19,19 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
-    from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.approvals import PendingApproval
     from stalwart.contracts.messages import Message
     from stalwart.contracts.model import build_contracts
     from stalwart.contracts.run import AgentResult, RunEvent, RunState, StopReason
-    from stalwart.contracts.run_input import ContinuedRunInput, TurnInProgress, missing_goal
+    from stalwart.contracts.run_input import TurnInProgress, missing_goal
     from stalwart.workflows import approvals, conversation, deadlines, patches, policies, telemetry, turns
     from stalwart.workflows.approvals import ApprovalGate
-    from stalwart.workflows.arguments import NO_ARGUMENT
+    from stalwart.workflows.arguments import NO_ARGUMENT, NO_INPUT, run_input
     from stalwart.workflows.chain import Chain, ContinueAsNew
     from stalwart.workflows.failures import innermost_message
     from stalwart.workflows.inbox import Inbox, message_text
@@ -41,24 +39,6 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.tool_calls import ToolCalls
     from stalwart.workflows.turns import Turn
     from stalwart.workflows.visibility import Visibility, listed_waiting_while_open
-
-INPUT_SCHEMA_HINT = (
-    'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (its JSON Schema: docs/run-input.schema.json)'
-)
-NO_INPUT = RawValue(Payload())
-"""What the run gets when it is started with no input at all."""
-
-
-def _decoded(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
-    """The run input, or a stand-in and the reason it is not one."""
-    stand_in = ContinuedRunInput(agent=AgentSpec(name="invalid-input"), goal="")
-    if not raw.payload.metadata:
-        return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
-    try:
-        return workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput), None
-    except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
-        reason = str(err).replace("\n", "; ")
-        return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
 
 
 # Outside the SDK's sandbox. The sandbox re-imports a workflow's modules per run and watches their calls, but
@@ -79,9 +59,7 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, raw_input: RawValue = NO_INPUT) -> None:
-        # Decoded here rather than by the SDK: an input that does not decode would otherwise fail
-        # every workflow task forever; this way the run fails at once, saying what is wrong.
-        self._input, self._invalid = _decoded(raw_input)
+        self._input, self._invalid = run_input(raw_input)  # decoded here, so a bad one fails the run at once
         self._agent = self._input.agent
         self._chain = Chain(self._input, workflow.now())
         self._approvals = ApprovalGate(
@@ -312,27 +290,11 @@ class AgentWorkflow:
         return reason
 
     def _finish(self, stop: StopReason) -> AgentResult:
-        state, steps = self._chain.state, self._chain.steps
         self._visibility.status = stop
-        if state.answer is None:
-            state.answer = ""
+        if self._chain.state.answer is None:
+            self._chain.state.answer = ""
         self._visibility.publish()
-        elapsed = (workflow.now() - state.started_at).total_seconds()
-        return AgentResult(
-            answer=state.answer,
-            stop_reason=stop,
-            steps=steps,
-            usage=state.usage,
-            elapsed_seconds=elapsed,
-            metrics=conversation.metrics(steps, state.metrics, elapsed),
-            error=self._error,
-            earlier=state.archives,
-            budget_fired_after_seconds=(
-                (self._budget_fired_at - state.started_at).total_seconds()
-                if stop == "max_seconds" and self._budget_fired_at is not None
-                else None
-            ),
-        )
+        return self._chain.result(stop, self._error, self._budget_fired_at)
 
     # -- queries, signals and updates -----------------------------------------
 

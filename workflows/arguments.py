@@ -1,9 +1,11 @@
-"""What a caller sent to a signal or an update, decoded, or why it is not what the handler takes.
+"""What a caller sent to the run, a signal or an update, decoded, or why it is not what the workflow takes.
 
 Other SDKs and the Temporal CLI reach the session's `message`, `send`, `approve` and `reject` with any JSON.
 Left to the SDK, a wrong shape was refused as "Failed decoding arguments" (an update) or dropped with a
 traceback in the worker's log (a signal): neither said what the handler takes. The handlers take the raw
 payload instead and decode it here, so the refusal names the handler, the shape it takes, and what came.
+The run's own input is decoded here too: left to the SDK, one that does not decode would fail every workflow
+task forever; decoded by the workflow, the run fails at once, saying what is wrong.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.run_input import ContinuedRunInput
 
 _T = TypeVar("_T")
 
@@ -29,6 +35,24 @@ INVALID_ARGUMENT = "InvalidArgument"
 """The error type of a refused argument: not retryable, since the same argument is refused again."""
 
 _SHOWN_BYTES = 120
+
+NO_INPUT = RawValue(Payload())
+"""What the run gets when it is started with no input at all."""
+INPUT_SCHEMA_HINT = (
+    'the input is JSON {"agent": {...agent spec...}, "goal": "..."} (its JSON Schema: docs/run-input.schema.json)'
+)
+
+
+def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
+    """The run's input, or a stand-in and the reason it is not one."""
+    stand_in = ContinuedRunInput(agent=AgentSpec(name="invalid-input"), goal="")
+    if not raw.payload.metadata:
+        return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput), None
+    except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
+        reason = str(err).replace("\n", "; ")
+        return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
 
 
 def decoded(raw: RawValue, kind: type[_T], *, handler: str, takes: str) -> _T:

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.messages import Message, TranscriptRef, Usage
-    from stalwart.contracts.run import ArchiveStepsRequest, StepArchive, StepRecord
+    from stalwart.contracts.run import AgentResult, ArchiveStepsRequest, StepArchive, StepRecord, StopReason
     from stalwart.contracts.run_input import ChainState, ContinuedRunInput, QueuedMessage
     from stalwart.workflows import conversation, policies
 
@@ -102,6 +102,29 @@ class Chain:
         self.steps = []
         if state.turn is not None:
             state.turn.first_record = 0
+
+    def result(self, stop: StopReason, error: str | None, budget_fired_at: datetime | None) -> AgentResult:
+        """The chain's result: its answer, this run's steps (earlier runs' in `earlier`) and the whole chain's usage.
+
+        `budget_fired_at`: when the wall-clock budget fired, which is later than now only if no worker was running
+        at the deadline."""
+        state = self.state
+        elapsed = (workflow.now() - state.started_at).total_seconds()
+        return AgentResult(
+            answer=state.answer or "",
+            stop_reason=stop,
+            steps=self.steps,
+            usage=state.usage,
+            elapsed_seconds=elapsed,
+            metrics=conversation.metrics(self.steps, state.metrics, elapsed),
+            error=error,
+            earlier=state.archives,
+            budget_fired_after_seconds=(
+                (budget_fired_at - state.started_at).total_seconds()
+                if stop == "max_seconds" and budget_fired_at is not None
+                else None
+            ),
+        )
 
     def carried(self) -> ChainState:
         """The state the next run starts from: the whole of `state`, counting this run, with the newest tool results
