@@ -1,0 +1,88 @@
+"""`stalwart serve`: the HTTP API for apps and the page for people (client/serve/, docs/serve.md)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+
+from stalwart.client.commands import EXIT_OK, UsageError
+
+TOKEN_VAR = "STALWART_SERVE_TOKEN"
+ORIGINS_VAR = "STALWART_SERVE_ORIGINS"
+DEFAULT_PORT = 8235
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before connecting)."""
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{port} is not a port number: give one from 1 to 65535 (--port)")
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as err:
+        raise UsageError(
+            f"stalwart serve cannot listen on {host}:{port} ({err.strerror or err}): check --host"
+        ) from None
+    listener = socket.socket(family)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as err:
+        listener.close()
+        raise UsageError(
+            f"stalwart serve cannot listen on {host}:{port} ({err.strerror or err}): choose another --port"
+        ) from None
+    return listener
+
+
+async def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from stalwart.client.codec_server import checked_origin
+    from stalwart.client.commands import connecting
+    from stalwart.client.serve.app import ServeSettings, serve_app
+
+    token = os.environ.get(TOKEN_VAR) or None
+    if token is None and not loopback(args.host):
+        raise UsageError(
+            f"--host {args.host} would let anyone who reaches this machine start runs and approve tool calls: "
+            f"set {TOKEN_VAR} to a secret that callers send as `Authorization: Bearer <token>`, "
+            "or serve on the loopback (--host 127.0.0.1)"
+        )
+    if args.max_body_bytes < 1024:
+        raise UsageError(f"--max-body-bytes {args.max_body_bytes} is too small to carry a message: give 1024 or more")
+    given = args.origin or [o for o in os.environ.get(ORIGINS_VAR, "").split(",") if o.strip()]
+    origins = [checked_origin(o) for o in given]
+    listener = _listening(args.host, args.port)  # a port in use is said before connecting
+    client = await connecting.client(args)
+    settings = ServeSettings(token=token, origins=origins, max_body_bytes=args.max_body_bytes)
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving the page on http://{shown_host}:{args.port}/ and the API under /api", file=sys.stderr)
+    if token is None:
+        print(
+            f"no {TOKEN_VAR}: listening on the loopback only, without a token (anyone on this machine may call)",
+            file=sys.stderr,
+        )
+    else:
+        print("callers send `Authorization: Bearer <token>` (the page asks for it once)", file=sys.stderr)
+    if origins:
+        print(f"other web origins allowed: {', '.join(origins)}", file=sys.stderr)
+    print(f"runs on task queue {client.task_queue!r}; Temporal UI links go to {client.ui_url}", file=sys.stderr)
+    # Open event streams would hold a shutdown forever: they are cut after a moment, and their clients resume
+    # from their last offset when the server is back.
+    app = serve_app(client, settings)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
+    await uvicorn.Server(config).serve(sockets=[listener])
+    return EXIT_OK

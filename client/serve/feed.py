@@ -1,0 +1,325 @@
+"""A run as a stream of `(offset, event)`: what `stalwart serve` sends to browsers and apps as Server-Sent Events.
+
+The HTTP layer sees only `Feed.events(run_id, after)`. Today the events are read by polling (`PolledFeed`):
+one watcher per run, whatever the number of subscribers, reads the run's step log (the `state` query) and the
+answer text the model activity publishes as heartbeat details (`contracts/stream.py`), and each subscriber
+turns the latest snapshot into the events it has not yet seen. A push source can replace the watcher later
+without the HTTP layer, or the offsets a client holds, changing.
+
+Offsets are read from the run itself, not from when a subscriber happened to look, so any subscriber (a new
+one, one that reconnects) computes the same offset for the same point of the run:
+
+    "<n>-<c>"   n: records of the step log (the whole continue-as-new chain) delivered as `step` events;
+                c: characters of answer text delivered for record n, the model turn being written.
+
+A subscriber that comes back with the last offset it saw (`Last-Event-ID`) is sent what follows it and
+nothing before: the rest of record n's text from character c, then the records after n. Text a retried attempt
+withdraws is marked as withdrawn (`retract`), never sent twice. Events that describe the run's present rather
+than its log (`state`, `approvals`) are snapshots: they carry the current offset and are sent again on every
+(re)connection, which is harmless since each replaces the one before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from stalwart.client.api import StalwartClient
+from stalwart.client.reader import RunWithoutResult
+from stalwart.contracts.errors import RunFailed
+from stalwart.contracts.names import MODEL_ACTIVITY
+from stalwart.contracts.run import RunState, StepRecord
+from stalwart.contracts.stream import StreamProgress
+
+POLL_SECONDS = 0.1
+"""How often a watcher reads a run that is working: the model activity publishes text every 50-100 ms."""
+IDLE_POLL_SECONDS = 0.5
+"""How often it reads one that waits (a session between messages, a call waiting for approval)."""
+_OFFSET = re.compile(r"^(\d{1,9})-(\d{1,12})$")
+
+
+@dataclass(frozen=True, order=True)
+class Offset:
+    """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text."""
+
+    records: int = 0
+    chars: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.records}-{self.chars}"
+
+    @classmethod
+    def parse(cls, text: str) -> Offset:
+        """The offset an SSE `id:` carried; a `ValueError` for anything else."""
+        matched = _OFFSET.match(text.strip())
+        if matched is None:
+            raise ValueError(f"{text!r} is not an offset of this server's events (they look like 12-340)")
+        return cls(int(matched.group(1)), int(matched.group(2)))
+
+
+@dataclass(frozen=True)
+class FeedEvent:
+    """One Server-Sent Event: `kind` is its `event:` name, `data` its JSON."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+class Feed(Protocol):
+    """Where the HTTP layer reads a run's events; the polling implementation is `PolledFeed`."""
+
+    def events(self, run_id: str, after: Offset) -> AsyncIterator[tuple[Offset, FeedEvent]]:
+        """The run's events after `after`, until the run (or session) ends or the caller stops reading."""
+        ...
+
+
+@dataclass
+class Snapshot:
+    """What one read of a run found."""
+
+    steps: list[StepRecord]
+    live: dict[int, StreamProgress]
+    """Answer text of model turns in flight, by step number."""
+    state: RunState | None
+    approvals: list[dict[str, Any]]
+    closed: bool
+    error: str | None = None
+    limits: dict[str, Any] = field(default_factory=dict)
+
+
+class _Watcher:
+    """Reads one run for all of its subscribers, while it has any."""
+
+    def __init__(self, client: StalwartClient, run_id: str) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.handle = client.get(run_id)
+        self.snapshot: Snapshot | None = None
+        self.version = 0
+        self.subscribers = 0
+        self.changed = asyncio.Condition()
+        self.task: asyncio.Task[None] | None = None
+        self._limits: dict[str, Any] | None = None
+
+    def start(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._poll(), name=f"stalwart-serve-watch-{self.run_id}")
+
+    async def _poll(self) -> None:
+        while True:
+            try:
+                snapshot = await self._read()
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a server outage: said to subscribers, and tried again
+                snapshot = Snapshot([], {}, None, [], closed=False, error=f"cannot read run {self.run_id}: {err}")
+                if self.snapshot is not None:
+                    self.snapshot.error = snapshot.error
+                    snapshot = self.snapshot
+            async with self.changed:
+                self.snapshot = snapshot
+                self.version += 1
+                self.changed.notify_all()
+            if snapshot.closed:
+                return
+            working = snapshot.state is not None and snapshot.state.status == "running"
+            await asyncio.sleep(POLL_SECONDS if working else IDLE_POLL_SECONDS)
+
+    async def _read(self) -> Snapshot:
+        temporal = self.client.temporal.get_workflow_handle(self.run_id)
+        description = await temporal.describe()
+        live: dict[int, StreamProgress] = {}
+        for pending in description.raw_description.pending_activities:
+            if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
+                continue
+            [progress] = await self.client.temporal.data_converter.decode(
+                pending.heartbeat_details.payloads, [StreamProgress]
+            )
+            live[progress.step] = progress
+        running = description.status == WorkflowExecutionStatus.RUNNING
+        if self._limits is None:
+            self._limits = await self._read_limits()
+        try:
+            state = await self.handle.state()
+        except (RunWithoutResult, RunFailed) as err:  # closed without a result (terminated, timed out, failed)
+            return Snapshot([], {}, None, [], closed=True, error=str(err), limits=self._limits)
+        approvals: list[dict[str, Any]] = []
+        if running and (state.status == "awaiting_approval" or any(s.ended_at is None for s in state.steps)):
+            approvals = [a.model_dump(mode="json") for a in await self.handle.pending_approvals()]
+        closed = not running and description.status != WorkflowExecutionStatus.CONTINUED_AS_NEW
+        return Snapshot(state.steps, live, state, approvals, closed=closed, limits=self._limits)
+
+    async def _read_limits(self) -> dict[str, Any]:
+        """The budgets the run was started with, to show what is used of each."""
+        try:
+            budgets = (await self.handle.run_input()).agent.budgets
+        except Exception:
+            return {}
+        return {"max_steps": budgets.max_steps, "max_tokens": budgets.max_tokens, "max_cost_usd": budgets.max_cost_usd}
+
+
+class PolledFeed:
+    """`Feed` by polling Temporal: one watcher per run, shared by every subscriber of that run."""
+
+    def __init__(self, client: StalwartClient) -> None:
+        self.client = client
+        self._watchers: dict[str, _Watcher] = {}
+        self._closed = False
+
+    async def events(self, run_id: str, after: Offset) -> AsyncIterator[tuple[Offset, FeedEvent]]:
+        watcher = self._watchers.get(run_id)
+        if watcher is None:
+            watcher = self._watchers[run_id] = _Watcher(self.client, run_id)
+        watcher.subscribers += 1
+        watcher.start()
+        reader = _Subscriber(run_id, after, self.client.get(run_id).ui_url)
+        seen = [0]  # the version last read, in a cell the wait's predicate reads
+        try:
+            while not self._closed:
+                async with watcher.changed:
+                    await watcher.changed.wait_for(lambda: watcher.version > seen[0] or self._closed)
+                    seen[0], snapshot = watcher.version, watcher.snapshot
+                if self._closed or snapshot is None:
+                    return
+                for item in reader.events(snapshot):
+                    yield item
+                if reader.ended:
+                    return
+        finally:
+            watcher.subscribers -= 1
+            if watcher.subscribers == 0 and self._watchers.get(run_id) is watcher:
+                del self._watchers[run_id]
+                if watcher.task is not None:
+                    watcher.task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await watcher.task
+
+    async def close(self) -> None:
+        """End every subscriber's events (a server shutting down: its clients resume elsewhere from their offset)."""
+        self._closed = True
+        for watcher in list(self._watchers.values()):
+            if watcher.task is not None:
+                watcher.task.cancel()
+            async with watcher.changed:
+                watcher.changed.notify_all()
+
+
+class _Subscriber:
+    """One subscriber's position, and the events that bring it to a snapshot."""
+
+    def __init__(self, run_id: str, after: Offset, ui_url: str) -> None:
+        self.run_id = run_id
+        self.at = after
+        self.ui_url = ui_url
+        self.shown: str | None = None if after.chars else ""
+        """The text sent for record `at.records`; None after a reconnection, when only its length is known."""
+        self.sent: dict[str, Any] = {}
+        self.ended = False
+
+    def events(self, snapshot: Snapshot) -> list[tuple[Offset, FeedEvent]]:
+        out: list[tuple[Offset, FeedEvent]] = []
+        steps = snapshot.steps
+        while self.at.records < len(steps) and steps[self.at.records].ended_at is not None:
+            record = steps[self.at.records]
+            if record.role == "assistant" and (record.final or self.at.chars):
+                target = record.content if record.final and not record.error else ""
+                out += self._text_to(record, target, settled=True)
+            index = self.at.records
+            self.at, self.shown = Offset(index + 1, 0), ""
+            out.append((self.at, FeedEvent("step", {"index": index, "record": record.model_dump(mode="json")})))
+        if self.at.records < len(steps):
+            record = steps[self.at.records]
+            progress = snapshot.live.get(record.step) if record.role == "assistant" else None
+            if progress is not None:
+                target = "" if progress.retracted else progress.text
+                out += self._text_to(record, target, settled=progress.retracted)
+        out += self._snapshots(snapshot)
+        if snapshot.closed and self.at.records >= len(steps):
+            state = snapshot.state
+            end = {
+                "status": state.status if state else "failed",
+                "answer": state.answer if state else None,
+                "error": (state.error if state else None) or snapshot.error,
+            }
+            out.append((self.at, FeedEvent("end", end)))
+            self.ended = True
+        return out
+
+    def _text_to(self, record: StepRecord, target: str, *, settled: bool) -> list[tuple[Offset, FeedEvent]]:
+        """The events that bring record `at.records`'s shown text to `target` (`client.stream.ShownText`'s rule)."""
+        index, chars = self.at.records, self.at.chars
+        shown = self.shown
+        if shown is None:  # reconnected: the subscriber has the first `chars` characters of what was written
+            if len(target) >= chars:
+                shown = self.shown = target[:chars]
+            elif not settled:
+                return []  # a retried attempt still catching up with what the subscriber has
+            else:
+                shown = "\0" * chars  # withdrawn since: matches nothing
+        head = {"index": index, "step": record.step}
+        if target.startswith(shown):
+            if len(target) == len(shown):
+                return []
+            self.at, self.shown = Offset(index, len(target)), target
+            return [(self.at, FeedEvent("delta", {**head, "text": target[len(shown) :]}))]
+        if shown.startswith(target) and not settled:
+            return []
+        events = [(Offset(index, 0), FeedEvent("retract", {**head, "chars": len(shown)}))]
+        self.at, self.shown = Offset(index, len(target)), target
+        if target:
+            events.append((self.at, FeedEvent("delta", {**head, "text": target})))
+        return events
+
+    def _snapshots(self, snapshot: Snapshot) -> list[tuple[Offset, FeedEvent]]:
+        """`state` and `approvals`, when they changed since this subscriber was last sent them."""
+        out: list[tuple[Offset, FeedEvent]] = []
+        state = snapshot.state
+        now: dict[str, Any] = {"run_id": self.run_id, "ui_url": self.ui_url, "error": snapshot.error}
+        if state is not None:
+            metrics = state.metrics
+            now |= {
+                "status": state.status,
+                "session": state.session,
+                "agent": state.agent,
+                "turns": state.turns,
+                "queued": state.queued,
+                "answer": state.answer,
+                "usage": state.usage.model_dump(mode="json"),
+                "steps_used": metrics.cycles if metrics else None,
+                "tokens_used": state.usage.total_tokens,
+                "cost_usd": state.usage.cost_usd,
+                "limits": snapshot.limits,
+                # Tool calls after the records delivered: in flight, waiting for approval, or finished before an
+                # earlier call of the same step (delivered as `step` events once every record before them is).
+                "open": [
+                    {"index": i, "record": s.model_dump(mode="json")}
+                    for i, s in enumerate(state.steps)
+                    if i >= self.at.records and s.role == "tool"
+                ],
+            }
+        if now != self.sent.get("state"):
+            self.sent["state"] = now
+            out.append((self.at, FeedEvent("state", now)))
+        approvals = {"run_id": self.run_id, "pending": snapshot.approvals}
+        if approvals != self.sent.get("approvals"):
+            self.sent["approvals"] = approvals
+            out.append((self.at, FeedEvent("approvals", approvals)))
+        return out
+
+
+async def exists(client: StalwartClient, run_id: str) -> bool:
+    """Whether Temporal knows a run of this id (running or closed)."""
+    try:
+        await client.temporal.get_workflow_handle(run_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
