@@ -402,6 +402,27 @@ def _parser() -> argparse.ArgumentParser:
         "$STALWART_CODEC_ORIGINS, comma-separated, or http://localhost:8233 and http://127.0.0.1:8233)",
     )
 
+    serve = command(
+        "serve",
+        "serve:serve",
+        "Serve the HTTP API for apps (/api) and a page to talk to sessions and approve tool calls (/).",
+        epilog="Set STALWART_SERVE_TOKEN to require `Authorization: Bearer <token>`; without it, only the loopback. "
+        "docs/serve.md lists the routes.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8235, help="port to listen on (default: 8235)")
+    serve.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        help="another web origin whose pages may call the API, e.g. https://app.example.com (repeatable; default: "
+        "$STALWART_SERVE_ORIGINS, comma-separated, else none besides the server's own page)",
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1024 * 1024, help="largest request body accepted (default: 1 MiB)"
+    )
+    _connection_options(serve)
+
     show = command("show", "inspecting:show", "Print the step log of a run or session, running or finished.")
     show.add_argument("run_id", metavar="ID")
     show.add_argument("--events", action="store_true", help="print the KAOS-style event list instead")
