@@ -51,7 +51,8 @@ BUILTIN_PROVIDERS = ("scripted", "auto", "openai", "openai-responses", "anthropi
 """The `provider` of `provider:model` that every worker knows; `stalwart check` refuses others."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-"""`${NAME}` in an MCP server's `env` or `headers`: the worker's environment variable NAME."""
+"""`${NAME}` in an MCP server's `env` or `headers`: the worker's environment variable NAME, one the worker lets agent
+files read (docs/secrets.md); it is expanded nowhere else."""
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
@@ -345,8 +346,8 @@ class McpStdioServer(_McpServerBase):
     env: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "Added to a minimal environment; `${NAME}` is read from the worker's environment, "
-            "keeping secrets out of history."
+            "Added to a minimal environment; `${NAME}` is read from the worker's environment, keeping secrets out "
+            "of history: a variable agent files may read, such as `STALWART_AGENT_*` (docs/secrets.md)."
         ),
     )
     cwd: str | None = Field(
@@ -389,7 +390,8 @@ class McpHttpServer(_McpServerBase):
     headers: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "Sent with every request; `${NAME}` is read from the worker's environment, keeping secrets out of history."
+            "Sent with every request; `${NAME}` is read from the worker's environment, keeping secrets out of "
+            "history: a variable agent files may read, such as `STALWART_AGENT_*` (docs/secrets.md)."
         ),
     )
 
@@ -462,7 +464,7 @@ class SubAgent(_Strict):
         None,
         description=(
             "With `url`: the worker's environment variable holding a bearer token "
-            "(one the worker allows, as for `api_key_env`)."
+            "(one the worker lets agent files read, such as `STALWART_AGENT_*`; never a provider's key)."
         ),
     )
     mode: SubAgentMode = Field(
@@ -529,8 +531,8 @@ class AgentSpec(_Strict):
     api_key_env: str | None = Field(
         None,
         description=(
-            "Name of the worker's environment variable holding the API key; the worker reads only the variables "
-            "it allows (by default the provider keys and `STALWART_*`)."
+            "Name of the worker's environment variable holding the API key: one the worker lets agent files read "
+            "(`STALWART_AGENT_*`, docs/secrets.md), or the provider's own key for a model of that provider."
         ),
     )
     temperature: float | None = Field(

@@ -55,9 +55,10 @@ class StalwartPlugin(SimplePlugin):
         storage: Where payloads over the size threshold and conversations are kept; by default
             from `STALWART_STORAGE` (unless set, the user's `~/.local/share/stalwart/storage`).
         allowed_env: Further environment variables (names, or patterns like `MYCO_*`) that agent files may
-            name in `api_key_env`, `auth_token_env` and `${NAME}`, besides the provider key variables,
-            `STALWART_*` and `STALWART_ALLOWED_ENV`'s list. Their values are redacted from everything an
-            activity returns, raises, heartbeats or logs (`activities/secrets.py`).
+            name in `api_key_env`, `auth_token_env` and `${NAME}`, besides `STALWART_AGENT_*` and
+            `STALWART_ALLOWED_ENV`'s list. Never the worker's own settings (`activities/worker_settings.py`)
+            nor a provider key, which goes only to its provider's models (docs/secrets.md). Their values are
+            redacted from everything an activity returns, raises, heartbeats or logs (`activities/secrets.py`).
         tracer_provider: Trace into this OpenTelemetry tracer provider (made with
             `temporalio.contrib.opentelemetry.create_tracer_provider()`, installed as the process's global one).
             Without it, traces go over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and are off otherwise.

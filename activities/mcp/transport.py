@@ -33,11 +33,15 @@ _REFERENCE = ENV_REFERENCE
 
 
 def expand(value: str, environ: Mapping[str, str], where: str) -> str:
-    """Replace `${NAME}` with the worker's environment variable, so secrets stay out of the run's history."""
+    """Replace `${NAME}` with the worker's environment variable, so secrets stay out of the run's history.
+
+    Only in a server's `headers` and `env`, and only a variable agent files may read (`activities/secrets.py`):
+    never one of the worker's own settings nor a provider key, whatever the allowlist. The worker refuses here even
+    when `stalwart check` was never run on the file."""
 
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
-        try:  # only variables the worker allows; their values are redacted wherever they would leave an activity
+        try:  # only variables agent files may read; their values are redacted wherever they would leave an activity
             secrets.read_env(name, where, environ)
         except secrets.EnvNotAllowed as err:
             raise McpConfigError(str(err)) from None
