@@ -8,7 +8,8 @@ import os
 import socket
 import sys
 
-from stalwart.client.commands import EXIT_OK, UsageError
+from stalwart.client.commands import EXIT_OK
+from stalwart.contracts.errors import UsageError
 
 TOKEN_VAR = "STALWART_SERVE_TOKEN"
 ORIGINS_VAR = "STALWART_SERVE_ORIGINS"
