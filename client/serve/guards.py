@@ -118,7 +118,7 @@ class Guard:
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             closing = int(declared) > DRAIN_BYTES
             if not closing:
-                await _drain(receive)
+                await _drain(receive, 0)
             await send_error(
                 send,
                 413,
@@ -151,12 +151,13 @@ class Guard:
         except _BodyTooLarge:
             if started:
                 raise
+            drained = await _drain(receive, received)
             await send_error(
                 send,
                 413,
                 "body_too_large",
                 f"the request body is over this server's limit of {self.max_body_bytes:,} bytes (--max-body-bytes)",
-                headers=[(b"connection", b"close")],
+                headers=[] if drained else [(b"connection", b"close")],
             )
 
     def _authorized(self, scope: Scope) -> bool:
@@ -166,10 +167,15 @@ class Guard:
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
 
 
-async def _drain(receive: Receive) -> None:
+async def _drain(receive: Receive, received: int) -> bool:
+    """Read the rest of a refused body, up to `DRAIN_BYTES` in all; whether it was read to its end."""
     more: Any = True
     while more:
+        if received > DRAIN_BYTES:
+            return False
         message = await receive()
         if message["type"] != "http.request":
-            return
+            return False
+        received += len(message.get("body", b""))
         more = message.get("more_body", False)
+    return True

@@ -26,10 +26,11 @@ class Served:
     feed: PolledFeed
     settings: ServeSettings
 
-    def client(self, **options: Any) -> httpx.AsyncClient:
+    def client(self, *, headers: dict[str, str] | None = None, **options: Any) -> httpx.AsyncClient:
+        """An HTTP client of the server, with its token when it has one (and any `headers`)."""
         token = self.settings.token
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=None, **options)
+        sent = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(base_url=self.url, headers=sent | (headers or {}), timeout=None, **options)
 
 
 @contextlib.asynccontextmanager

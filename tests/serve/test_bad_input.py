@@ -1,0 +1,184 @@
+"""What `stalwart serve` refuses, and that it keeps serving: every refusal is a JSON error with its reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from serve_agents import ANSWER, chatter, writer
+
+from stalwart.client.serve.app import ServeSettings
+
+from support.serve_api import Served, events, served
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "s3cret-token-for-tests"
+APP_ORIGIN = "https://app.example.com"
+
+
+@pytest.fixture
+async def guarded(stalwart_client, worker) -> Served:
+    settings = ServeSettings(token=TOKEN, origins=[APP_ORIGIN])
+    async with served(stalwart_client, settings) as running:
+        yield running
+
+
+def _refusal(response: httpx.Response, status: int, code: str) -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"], error
+    return str(error["message"])
+
+
+async def _session(http: httpx.AsyncClient, spec: dict, opened: list[str]) -> str:
+    started = await http.post("/api/sessions", json={"agent_spec": spec})
+    assert started.status_code == 201, started.text
+    opened.append(started.json()["session_id"])
+    return str(started.json()["session_id"])
+
+
+async def test_a_request_without_the_token_is_refused_401(guarded: Served):
+    async with httpx.AsyncClient(base_url=guarded.url) as http:
+        response = await http.get("/api/runs")
+    assert "Bearer" in _refusal(response, 401, "unauthorized")
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_a_request_with_a_wrong_token_is_refused_401(guarded: Served):
+    async with httpx.AsyncClient(base_url=guarded.url, headers={"Authorization": "Bearer wrong"}) as http:
+        _refusal(await http.get("/api/runs"), 401, "unauthorized")
+
+
+async def test_the_right_token_is_let_in(guarded: Served):
+    async with guarded.client() as http:
+        assert (await http.get("/api/runs")).status_code == 200
+
+
+async def test_a_page_of_a_foreign_origin_is_refused_403(guarded: Served):
+    async with guarded.client(headers={"Origin": "https://evil.example"}) as http:
+        message = _refusal(await http.get("/api/runs"), 403, "origin_not_allowed")
+        preflight = await http.options("/api/runs", headers={"Access-Control-Request-Method": "POST"})
+    assert "https://evil.example" in message
+    _refusal(preflight, 403, "origin_not_allowed")
+
+
+async def test_an_allowed_origin_gets_its_cors_headers(guarded: Served):
+    async with guarded.client(headers={"Origin": APP_ORIGIN}) as http:
+        response = await http.get("/api/runs")
+        preflight = await http.options(
+            "/api/runs",
+            headers={"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"},
+        )
+    assert response.status_code == 200 and response.headers["access-control-allow-origin"] == APP_ORIGIN
+    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == APP_ORIGIN
+
+
+async def test_a_20_mb_message_is_refused_413(guarded: Served, opened):
+    async with guarded.client() as http:
+        session_id = await _session(http, chatter("hi"), opened)
+        body = json.dumps({"message": "x" * (20 * 1024 * 1024)})
+        response = await http.post(
+            f"/api/sessions/{session_id}/messages", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert "limit" in _refusal(response, 413, "body_too_large")
+        assert (await http.get(f"/api/runs/{session_id}")).status_code == 200, "the server stopped serving"
+
+
+async def test_a_body_sent_in_chunks_past_the_limit_is_refused_413(guarded: Served):
+    async def chunks():
+        for _ in range(40):
+            yield b"x" * 65536
+
+    async with guarded.client() as http:
+        response = await http.post("/api/sessions", content=chunks(), headers={"Content-Type": "application/json"})
+    _refusal(response, 413, "body_too_large")
+
+
+async def test_malformed_json_is_refused_400(guarded: Served):
+    async with guarded.client() as http:
+        response = await http.post("/api/runs", content=b'{"goal": "x",', headers={"Content-Type": "application/json"})
+    assert "not JSON" in _refusal(response, 400, "malformed_json")
+
+
+async def test_a_body_of_the_wrong_shape_is_refused_400_naming_the_field(guarded: Served):
+    async with guarded.client() as http:
+        response = await http.post("/api/runs", json={"agent_spec": chatter("x"), "goal": 5, "colour": "red"})
+    message = _refusal(response, 400, "invalid_body")
+    assert "goal" in message and "colour" in message
+
+
+async def test_an_unknown_id_is_refused_404_naming_it(guarded: Served):
+    async with guarded.client() as http:
+        answers = [
+            await http.get("/api/runs/no-such-run"),
+            await http.get("/api/runs/no-such-run/events"),
+            await http.get("/api/runs/no-such-run/result"),
+            await http.post("/api/sessions/no-such-run/messages", json={"message": "hi"}),
+            await http.post("/api/runs/no-such-run/approvals/call_1/approve", json={}),
+        ]
+    for response in answers:
+        assert "no-such-run" in _refusal(response, 404, "not_found")
+
+
+async def test_an_offset_that_is_not_one_is_refused_400(guarded: Served, opened):
+    async with guarded.client() as http:
+        session_id = await _session(http, chatter("hi"), opened)
+        response = await http.get(f"/api/runs/{session_id}/events", headers={"Last-Event-ID": "yesterday"})
+    _refusal(response, 400, "bad_offset")
+
+
+async def test_a_client_leaving_mid_stream_leaves_the_server_serving(server: Served, wire, opened):
+    spec, _ = writer(wire, ANSWER)
+    async with server.client() as http:
+        session_id = await _session(http, spec, opened)
+        await http.post(f"/api/sessions/{session_id}/messages", json={"message": "go"})
+        async with events(http, session_id) as stream:
+            await stream.until("delta")  # then the connection is dropped mid-answer
+    async with server.client() as http:
+        assert (await http.get("/api/runs")).status_code == 200
+        async with events(http, session_id) as stream:
+            seen, final = await stream.until("step", lambda d: d["record"]["role"] == "assistant")
+    assert "".join(e.data["text"] for e in seen if e.kind == "delta") == ANSWER
+
+
+async def test_two_hundred_subscribers_of_one_session_all_get_the_same_events(server: Served, wire, opened):
+    spec, _ = writer(wire, ANSWER, pause=0.05)
+    limits = httpx.Limits(max_connections=250, max_keepalive_connections=0)
+    async with server.client(limits=limits) as http:
+        session_id = await _session(http, spec, opened)
+        ready = asyncio.Semaphore(0)
+
+        async def subscriber() -> list[tuple[str | None, str, str]]:
+            async with events(http, session_id) as stream:
+                ready.release()
+                seen, _ = await stream.until("step", lambda d: d["record"]["role"] == "assistant")
+            return [(e.id, e.kind, json.dumps(e.data, sort_keys=True)) for e in seen if e.kind in ("step", "delta")]
+
+        tasks = [asyncio.create_task(subscriber()) for _ in range(200)]
+        for _ in tasks:
+            await ready.acquire()
+        await http.post(f"/api/sessions/{session_id}/messages", json={"message": "go"})
+        heard = await asyncio.gather(*tasks)
+        assert (await http.get("/api/runs")).status_code == 200, "the server stopped serving"
+    texts = {"".join(json.loads(data)["text"] for _, kind, data in one if kind == "delta") for one in heard}
+    assert texts == {ANSWER}
+    assert len({tuple((i, k) for i, k, _ in one if k == "step") for one in heard}) == 1
+
+
+def test_serve_refuses_a_public_host_without_a_token():
+    env = {k: v for k, v in os.environ.items() if k != "STALWART_SERVE_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "stalwart.client.cli", "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "STALWART_SERVE_TOKEN" in done.stderr and "--host 127.0.0.1" in done.stderr
