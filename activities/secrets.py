@@ -9,6 +9,9 @@ without `check` is refused the same way):
 1. A provider key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is read only as the key of a model of its own
    provider (`api_key_env` of an `openai:`/`openai-responses:` or `anthropic:` model, or no `api_key_env`
    at all): never for an MCP header or env, a remote agent's token, or another provider's model.
+   `stalwart check` also refuses a model whose `base_url` would send its provider's own key to a host
+   that is neither the provider's API (`PROVIDER_HOSTS`) nor this machine; the worker does not refuse
+   that one yet, it only checks which variable a model reads.
 2. The worker's own settings (`activities/worker_settings.py`: encryption keys, storage and Temporal
    credentials, tokens, `TEMPORAL_*`, `AWS_*`, `OTEL_*`, ...) are never read, whatever the allowlist says.
 3. Anything else is read only when agent files may read it: `STALWART_AGENT_*`, the namespace kept for
