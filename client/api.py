@@ -15,6 +15,7 @@ from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowHistory,
     WorkflowHistoryEventFilterType,
@@ -25,12 +26,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from stalwart.client.connection import connect, ui_base
+from stalwart.client.queries import matching
 from stalwart.client.reader import RunDescription, RunReader
 from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
+from stalwart.client.run_failures import RunEndedInError
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+from stalwart.contracts.errors import RunFailed, UsageError
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord, StopReason
 from stalwart.contracts.run_input import RunInput, goal_problem, message_problem, missing_goal
@@ -59,7 +63,7 @@ class RunSummary(Contract):
     temporal_status: str | None
 
 
-class InvalidRunInput(ValueError):
+class InvalidRunInput(UsageError, ValueError):
     """A run that cannot start as asked (a goal over the agent's limit): refused before anything is sent."""
 
 
@@ -82,8 +86,14 @@ class RunHandle(RunReader):
         self._handle = handle
 
     async def result(self) -> AgentResult:
-        """Wait for the run to end and return its answer, stop reason and whole step log."""
-        return await self._joined(await self._handle.result())
+        """Wait for the run to end and return its answer, stop reason and whole step log.
+
+        Raises `RunEndedInError` (a `RunFailed`, and the SDK's `WorkflowFailureError`) if the run ended failed."""
+        try:
+            ended = await self._handle.result()
+        except WorkflowFailureError as failure:
+            raise RunEndedInError(failure) from failure.cause
+        return await self._joined(ended)
 
     async def describe(self) -> RunDescription:
         described = await self._handle.describe()
@@ -215,7 +225,7 @@ class RunHandle(RunReader):
             await asyncio.sleep(poll_interval)
 
 
-class SessionClosed(RuntimeError):
+class SessionClosed(RunFailed, RuntimeError):
     """The session has ended; it takes no more messages."""
 
 
@@ -414,7 +424,7 @@ class StalwartClient:
         if "executionstatus" not in (query or "").lower():
             base += " AND ExecutionStatus != 'ContinuedAsNew'"
         runs: list[RunSummary] = []
-        async for execution in self.temporal.list_workflows(f"{base} AND ({query})" if query else base, limit=limit):
+        async for execution in matching(self.temporal, f"{base} AND ({query})" if query else base, limit=limit):
             attrs = execution.typed_search_attributes
             runs.append(
                 RunSummary(

@@ -23,9 +23,19 @@ from stalwart.client.commands import (
     EXIT_USAGE,
     TASK_QUEUE,
     WORKFLOW_TYPE,
-    UsageError,
 )
 from stalwart.client.commands.inputs import not_utf8
+from stalwart.client.server_errors import explaining
+from stalwart.contracts.errors import InfrastructureError, NotFound, RunFailed, StalwartError, UsageError
+
+EXIT_STATUSES: tuple[tuple[type[StalwartError], int], ...] = (
+    (UsageError, EXIT_USAGE),  # nothing was started or changed: fix the command line or the file it names
+    (NotFound, EXIT_RUN_FAILED),
+    (RunFailed, EXIT_RUN_FAILED),
+    (InfrastructureError, EXIT_RUN_FAILED),
+    (StalwartError, EXIT_RUN_FAILED),
+)
+"""The exit status of each branch of the error tree, the first that matches (docs/errors.md)."""
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
@@ -78,110 +88,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_until_terminated(_command(args.handler)(args)))
     except KeyboardInterrupt:
         return 130
-    except Exception as err:
-        code = _explain(err)
-        if code is None:
-            raise
-        return code
+    except BrokenPipeError:  # the reader went away (`stalwart runs | head`): nothing to say
+        return EXIT_OK
+    except StalwartError as err:
+        return _explain(err)
     finally:
         sys.stdout, sys.stderr = out, err_out
 
 
 def _command(handler: str) -> Callable[[argparse.Namespace], Coroutine[Any, Any, int]]:
-    """The command a parser names as "module:function" under stalwart.client.commands: only its module is loaded."""
+    """The command a parser names as "module:function" under stalwart.client.commands: only its module is loaded.
+    The Temporal server's refusals it does not handle itself come out of it as Stalwart errors."""
     import importlib
 
     module, _, function = handler.partition(":")
-    return getattr(importlib.import_module(f"stalwart.client.commands.{module}"), function)
+    return explaining(getattr(importlib.import_module(f"stalwart.client.commands.{module}"), function))
 
 
-def _explain(err: Exception) -> int | None:
-    """An error a person can act on, said in one line on stderr; None for a bug (a traceback)."""
-    from temporalio.service import RPCError, RPCStatusCode
+def _explain(err: StalwartError) -> int:
+    """Say `err` in one line on stderr; its exit status is its branch's (docs/errors.md).
 
-    from stalwart.activities.storage.config import StorageSettingError
-    from stalwart.activities.storage.encryption import ENCODING as ENCRYPTED
-    from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, EncryptionKeyError
-    from stalwart.client.agent_files import AgentFileError
-    from stalwart.client.reader import RunWithoutResult
-    from stalwart.contracts.tracing import TracingSettingError
-
-    if isinstance(err, BrokenPipeError):  # the reader went away (`stalwart runs | head`): nothing to say
-        return EXIT_OK
-    # Modules whose errors only the commands that load them can raise: looked up, not imported.
-    api, replay, transcripts = map(
-        sys.modules.get, ("stalwart.client.api", "stalwart.client.replay", "stalwart.activities.transcripts")
-    )
-    if (
-        isinstance(err, UsageError | AgentFileError)
-        or (api and isinstance(err, api.InvalidRunInput))
-        or (replay and isinstance(err, replay.HistoryFileError))
-    ):
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    if (
-        # A run with no result, no server, or a STALWART_/OTEL_ setting that cannot be used.
-        isinstance(
-            err, RunWithoutResult | ConnectionError | EncryptionKeyError | StorageSettingError | TracingSettingError
-        )
-        or (api and isinstance(err, api.SessionClosed))
-        or (transcripts and isinstance(err, transcripts.TranscriptError))  # steps kept where this process looks not
-        or (replay and isinstance(err, replay.ExportError))
-    ):
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    temporal_client = sys.modules.get("temporalio.client")  # loaded by every command that reaches a server
-    if temporal_client and isinstance(err, temporal_client.WorkflowFailureError):
-        from stalwart.workflows.failures import innermost_message
-
-        print(f"error: the run failed: {innermost_message(err)}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    dev_server = sys.modules.get("stalwart.workers.dev_server")
-    if dev_server and isinstance(err, dev_server.DevServerExited):
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    if isinstance(err, OSError) and err.filename is not None:  # a folder or file named on the command line
-        print(f"error: {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return EXIT_USAGE
-    if isinstance(err, KeyError) and ENCRYPTED.decode() in str(err):  # the converter met a payload it has no key for
-        print(
-            f"error: the run's payloads are encrypted and no encryption key is set here: set {KEYS_VAR} (or "
-            f"{KEY_FILE_VAR}) to the workers' keys",
-            file=sys.stderr,
-        )
-        return EXIT_RUN_FAILED
-    if isinstance(err, RPCError):
-        if err.status == RPCStatusCode.INVALID_ARGUMENT and err.message.lower().startswith("invalid query"):
-            # Only --query reaches the server unchecked: the person's mistake (exit 2), not a failed run or, for
-            # `replay`, a divergence. A position counts in the query the server received, which adds Stalwart's
-            # conditions before the person's.
-            print(
-                f"error: --query is not a visibility query Temporal accepts: {err.message} (a position counts from "
-                "Stalwart's own conditions, put before yours); the syntax: https://docs.temporal.io/list-filter",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        if err.status == RPCStatusCode.NOT_FOUND:
-            said = err.message.rstrip(".")
-            hint = (
-                "check --namespace (or TEMPORAL_NAMESPACE): `temporal operator namespace list` lists them"
-                if said.lower().startswith("namespace")
-                else "`stalwart runs` lists the runs of this namespace"
-            )
-            print(f"error: {said}. {hint}.", file=sys.stderr)
-        else:
-            # A query to a running workflow times out when no worker runs it.
-            hint = (
-                "; a running run or session answers through a worker: is one polling its task queue?"
-                if err.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED)
-                else ""
-            )
-            print(
-                f"error: Temporal answered {err.status.name if err.status else 'an error'}: {err.message}{hint}",
-                file=sys.stderr,
-            )
-        return EXIT_RUN_FAILED
-    return None
+    Chosen by class alone: every error a person can act on is a `StalwartError`, raised as such where it happens
+    (a Temporal server's refusal by `server_errors`, a file by its reader); anything else is a bug, a traceback."""
+    print(f"error: {err}", file=sys.stderr)
+    return next(code for branch, code in EXIT_STATUSES if isinstance(err, branch))
 
 
 class _Version(argparse.Action):

@@ -175,7 +175,7 @@ def checked_origin(origin: str) -> str:
     """
     from urllib.parse import urlsplit
 
-    from stalwart.client.commands import UsageError
+    from stalwart.contracts.errors import UsageError
 
     text = origin.strip().rstrip("/")
     try:
@@ -196,7 +196,7 @@ def _listening(host: str, port: int, flag: str) -> Any:
     """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before serving)."""
     import socket
 
-    from stalwart.client.commands import UsageError
+    from stalwart.contracts.errors import UsageError
 
     if not 1 <= port <= 65535:
         raise UsageError(f"{port} is not a port number: give one from 1 to 65535 ({flag})")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.envconfig import ClientConfigProfile
 
 from stalwart.activities.storage.converter import stalwart_converter
+from stalwart.contracts.errors import InfrastructureError
 from stalwart.contracts.names import DEFAULT_ADDRESS, DEFAULT_NAMESPACE
 from stalwart.contracts.tracing import tracing_wanted
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:  # the SDK's client is loaded by `connect`: `connect_service` 
     from temporalio.service import ServiceClient
 
 DEFAULT_UI_URL = "http://localhost:8233"
+
+
+class TemporalConnectionError(InfrastructureError, ConnectionError):
+    """This process cannot connect to Temporal: the server does not answer, or the connection settings (address,
+    profile, config file, TLS files) cannot be used. The message names the setting to fix."""
 
 
 def default_address() -> str:
@@ -53,7 +59,7 @@ def connect_settings(
         else (env.get("TEMPORAL_CONFIG_FILE"), "TEMPORAL_CONFIG_FILE")
     )
     if named[0] and not Path(named[0]).expanduser().exists():  # the SDK reads a missing file as an empty one
-        raise ConnectionError(
+        raise TemporalConnectionError(
             f"the Temporal config file {named[0]} does not exist: fix {named[1]}, or write its profiles with "
             "`temporal config set --profile NAME --prop address --value HOST:PORT`"
         )
@@ -65,14 +71,14 @@ def connect_settings(
         )
         settings: dict[str, Any] = dict(loaded.to_client_connect_config())
     except FileNotFoundError as err:
-        raise ConnectionError(
+        raise TemporalConnectionError(
             f"a TLS file of the Temporal connection settings is missing: {err.filename}. Fix the path in "
             f"{_where(profile, config_file, env)}"
         ) from err
     except Exception as err:  # the SDK's bridge raises its own ConfigError (a bad profile name, bad TOML)
         if type(err).__name__ != "ConfigError":
             raise
-        raise ConnectionError(
+        raise TemporalConnectionError(
             f"cannot read the Temporal connection settings ({err}) from {_where(profile, config_file, env)}: "
             "`temporal config list` shows the profiles the temporal CLI sees"
         ) from err
@@ -80,7 +86,7 @@ def connect_settings(
     cert, key = getattr(tls, "client_cert", None), getattr(tls, "client_private_key", None)
     if bool(cert) != bool(key):  # the SDK refuses the half pair later, in words connect took for a bad address
         given, missing = ("certificate", "key") if cert else ("key", "certificate")
-        raise ConnectionError(
+        raise TemporalConnectionError(
             f"the Temporal connection settings have a TLS client {given} without its {missing}: set both "
             "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (tls.client_cert_path and "
             f"tls.client_key_path in a profile), or neither, in {_where(profile, config_file, env)}"
@@ -160,15 +166,15 @@ async def connect_service(
     return service, namespace
 
 
-def _unreachable(settings: Mapping[str, Any], err: Exception) -> ConnectionError:
+def _unreachable(settings: Mapping[str, Any], err: Exception) -> TemporalConnectionError:
     target = settings["target_host"]
     if isinstance(err, ValueError):  # the SDK's bridge refuses an address it cannot parse ("invalid port number")
-        return ConnectionError(
+        return TemporalConnectionError(
             f"the Temporal address {target!r} is not HOST:PORT ({err}): give one such as localhost:7233 "
             "(--address or TEMPORAL_ADDRESS)"
         )
     secured = " with TLS" if settings.get("tls") else ""
-    return ConnectionError(
+    return TemporalConnectionError(
         f"cannot reach Temporal at {target}{secured} (namespace {settings['namespace']}): {err}. "
         "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
         "at your server."

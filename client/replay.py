@@ -33,6 +33,8 @@ from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR, encryption_codec, is_encrypted
 from stalwart.activities.storage.objects import ObjectNotFoundError
 from stalwart.client.chain import chain_histories
+from stalwart.client.queries import matching
+from stalwart.contracts.errors import NotFound, UnusablePath, UsageError
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workflows import AgentWorkflow
 from stalwart.workflows.failures import innermost_message
@@ -56,7 +58,7 @@ class ReplayOutcome:
     unreadable: str | None = None
 
 
-class ExportError(LookupError):
+class ExportError(NotFound):
     """A run that cannot be exported as it is asked: the message says why and what to do."""
 
 
@@ -131,6 +133,15 @@ async def _export_chain(
                     f"{workflow_id}'s history names payloads stored outside it, and they are not where this process "
                     f"looks ({err}): set STALWART_STORAGE (and STALWART_S3_ENDPOINT_URL) as the workers have it"
                 ) from None
+    try:
+        return _write_chain(histories, workflow_id, out_dir, stored, chain)
+    except OSError as err:  # the folder named (-o) cannot be made or written
+        raise UnusablePath.of(err) from err
+
+
+def _write_chain(
+    histories: list[WorkflowHistory], workflow_id: str, out_dir: Path, stored: dict[Path, bytes], chain: str | None
+) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     for target, data in stored.items():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -185,7 +196,7 @@ def history_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-class HistoryFileError(ValueError):
+class HistoryFileError(UsageError, ValueError):
     """A file given to replay that is not a readable history; the message names the file and what to do."""
 
 
@@ -271,7 +282,7 @@ async def matching_chains(client: Client, query: str, limit: int) -> AsyncIterat
     """The workflow id and the histories of each chain of the runs `query` matches (the newest `limit` runs), each
     chain once: the query may match several runs of one chain, and each names the whole chain."""
     seen: set[str] = set()  # run ids
-    async for execution in client.list_workflows(query, limit=limit):
+    async for execution in matching(client, query, limit):
         if execution.run_id in seen:
             continue
         histories = await chain_histories(client, execution.id, execution.run_id)

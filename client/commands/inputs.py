@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
-from stalwart.client.commands import UsageError
+from stalwart.contracts.errors import UnusablePath, UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,7 +67,10 @@ def _read_text(path: Path | None, name: str) -> str:
     stream: BinaryIO
     with contextlib.ExitStack() as opened:
         if path is not None:
-            stream = opened.enter_context(path.open("rb"))
+            try:
+                stream = opened.enter_context(path.open("rb"))
+            except OSError as err:  # --file names no file this process can read
+                raise UnusablePath.of(err) from err
         elif sys.stdin is None:
             raise UsageError(f"there is no standard input to read the {name} from")
         else:

@@ -7,7 +7,8 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from stalwart.client.commands import EXIT_OK, EXIT_USAGE, TASK_QUEUE, UsageError, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_USAGE, TASK_QUEUE, connecting
+from stalwart.contracts.errors import UsageError
 
 if TYPE_CHECKING:
     pass
