@@ -270,13 +270,14 @@ def _file_text(path: str) -> str:
 def remember(value: str, *, split: bool = False) -> None:
     """Treat `value` as a secret from now on (each line of it too, for values that hold several).
 
-    With `split` (a setting listing several secrets, `ID:KEY,ID:KEY`), each comma-separated entry and
-    what follows its last `:` are secrets too."""
+    With `split` (a setting or file listing several secrets, `ID:KEY,ID:KEY` or `name = KEY` lines), each
+    comma-separated entry, what follows its last `:` and what follows its first `=` are secrets too."""
     global _values, _by_length
     parts = {part.strip() for part in [value, *value.splitlines()]}
     if split:
         entries = {entry.strip() for line in value.splitlines() for entry in line.split(",")}
-        parts |= entries | {entry.rpartition(":")[2] for entry in entries}
+        values = {entry.rpartition(":")[2] for entry in entries} | {entry.partition("=")[2] for entry in entries}
+        parts |= entries | {value.strip().strip("\"'") for value in values}
     parts = {part for part in parts if len(part) >= MIN_SECRET_CHARS} - _values
     if not parts:
         return

@@ -67,6 +67,9 @@ SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "A
 SECRET_NAMES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"})
 """Secret settings no word gives away: a proxy URL may carry a user and password."""
 
+PUBLIC_SUFFIXES = ("_ID",)
+"""Names of identifiers, not secrets (`AWS_ACCESS_KEY_ID`): often an ordinary word, which redaction would hide
+wherever it appears (the compose stack's MinIO user is `stalwart`)."""
 FILE_SUFFIXES = ("_FILE", "_PATH")
 """A secret setting that names a file (a key file, a TLS key): the file's content is the secret."""
 
@@ -82,4 +85,6 @@ def setting_of(name: str) -> str | None:
 def is_secret(name: str) -> bool:
     """Whether the setting `name` holds (or names a file holding) something to keep out of every output."""
     upper = name.upper()
+    if upper.endswith(PUBLIC_SUFFIXES):
+        return False
     return upper in SECRET_NAMES or (setting_of(name) is not None and any(word in upper for word in SECRET_WORDS))

@@ -78,3 +78,21 @@ async def test_a_tool_result_or_error_holding_a_secret_is_redacted_on_a_fresh_wo
     assert value not in result.model_dump_json()
     assert value not in history
     assert value not in caplog.text
+
+
+def test_each_encryption_key_and_the_content_of_a_key_file_are_secrets_from_the_start(tmp_path):
+    first, second, in_file = (uuid.uuid4().hex for _ in range(3))
+    key_file = tmp_path / "keys"
+    key_file.write_text(f"2026-11:{in_file}\n")
+    secrets.remember_environment(
+        {"STALWART_ENCRYPTION_KEYS": f"2026-11:{first},2026-05:{second}", "STALWART_ENCRYPTION_KEY_FILE": str(key_file)}
+    )
+    shown = secrets.redact(f"a {first} b {second} c {in_file} d")
+    assert shown == "a [redacted] b [redacted] c [redacted] d"
+
+
+def test_an_identifier_beside_a_secret_is_not_one(tmp_path):
+    """`AWS_ACCESS_KEY_ID` is often a plain word (the compose stack's MinIO user is `stalwart`): not redacted."""
+    user = f"user{uuid.uuid4().hex[:6]}"
+    secrets.remember_environment({"AWS_ACCESS_KEY_ID": user})
+    assert secrets.redact(f"bucket of {user}") == f"bucket of {user}"
