@@ -33,12 +33,17 @@ from stalwart.activities.streaming import HEARTBEAT_THROTTLE
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools import builtin
 from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.errors import UsageError
 from stalwart.workers import telemetry
 from stalwart.workflows import AgentWorkflow
 
 PLUGIN_NAME = "stalwart.StalwartPlugin"
 SHARED_MODULES = ("stalwart.contracts", "stalwart.workflows")
 """Deterministic modules every workflow run shares (see `_share_deterministic_modules`)."""
+
+
+class PluginError(UsageError, ValueError):
+    """`StalwartPlugin` used in a way that cannot work (applied twice, metrics without their runtime)."""
 
 
 class StalwartPlugin(SimplePlugin):
@@ -117,7 +122,7 @@ class StalwartPlugin(SimplePlugin):
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Add our workflow and activities, and make sure the worker's client speaks our payloads."""
         if any(w is AgentWorkflow for w in config.get("workflows") or ()):
-            raise ValueError(
+            raise PluginError(
                 "StalwartPlugin was applied twice to one worker: pass it to Client.connect(plugins=[...]) "
                 "or to Worker(plugins=[...]), not both (build_worker adds it for you)."
             )
@@ -132,7 +137,7 @@ class StalwartPlugin(SimplePlugin):
             and client is not None
             and not telemetry.runtime_serves(client.service_client.config.runtime, self.metrics_port)
         ):
-            raise ValueError(
+            raise PluginError(
                 f"metrics_port={self.metrics_port!r} needs the worker's client to run on the runtime that serves "
                 "them, made before it connects: connect with stalwart.client.connection.connect(metrics_port=...) "
                 "or Client.connect(..., runtime=stalwart.workers.telemetry.metrics_runtime(port)), or pass "

@@ -30,6 +30,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Interceptor, WorkflowInboundInterceptor, WorkflowInterceptorClassInput
 
 from stalwart.activities import telemetry as activity_telemetry
+from stalwart.contracts.errors import InfrastructureError, UsageError
 from stalwart.contracts.names import AGENT_AWAITING_APPROVAL
 from stalwart.contracts.tracing import TracingSettingError, check_otlp_endpoint, tracing_wanted
 from stalwart.workflows.telemetry import SPAN_FUNCTION
@@ -40,6 +41,15 @@ TRACER_NAME = "stalwart"
 SERVICE_NAME = "stalwart"
 METRICS_PORT_VARIABLE = "STALWART_METRICS_PORT"
 APPROVALS_SAMPLE_SECONDS = 15.0
+
+
+class TelemetrySettingError(UsageError, ValueError):
+    """A tracer provider Stalwart cannot use, or a metrics port or address that is none (--metrics-port)."""
+
+
+class MetricsUnavailable(InfrastructureError, RuntimeError):
+    """Metrics cannot be served on the address given: another process holds the port, most often."""
+
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 COST_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
@@ -122,7 +132,7 @@ def _install(provider: Any) -> None:
     from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
 
     if not isinstance(provider, ReplaySafeTracerProvider):
-        raise ValueError(
+        raise TelemetrySettingError(
             f"the tracer provider given is a {type(provider).__name__}, which is not replay-safe: make it with "
             "temporalio.contrib.opentelemetry.create_tracer_provider() and add your span processors to it, so a "
             "workflow's spans keep their ids on replay and are exported once"
@@ -131,7 +141,7 @@ def _install(provider: Any) -> None:
     if current is provider:
         return
     if isinstance(current, ReplaySafeTracerProvider) or not isinstance(current, trace.ProxyTracerProvider):
-        raise ValueError(
+        raise TelemetrySettingError(
             f"this process already has a global tracer provider ({type(current).__name__}); OpenTelemetry allows "
             "one per process: give Stalwart that one (it must come from "
             "temporalio.contrib.opentelemetry.create_tracer_provider())"
@@ -243,9 +253,9 @@ def metrics_address(port: int | str) -> str:
     )
     host, colon, number = text.rpartition(":")
     if not number.isdigit() or (colon and not host):
-        raise ValueError(usage)
+        raise TelemetrySettingError(usage)
     if not 1 <= int(number) <= 65535:
-        raise ValueError(
+        raise TelemetrySettingError(
             f"metrics port {int(number)} is not a port number: give one from 1 to 65535 "
             "(--metrics-port or STALWART_METRICS_PORT)"
         )
@@ -256,7 +266,7 @@ def metrics_address(port: int | str) -> str:
     try:
         ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
     except ValueError:
-        raise ValueError(
+        raise TelemetrySettingError(
             f"metrics host {host!r} is not an IP address: bind one interface by its address (127.0.0.1:{number}, "
             f"[::1]:{number}), or give the port alone to serve on every interface"
         ) from None
@@ -283,7 +293,7 @@ def metrics_runtime(port: int | str) -> Runtime:
                 )
             )
         except Exception as err:
-            raise RuntimeError(
+            raise MetricsUnavailable(
                 f"cannot serve metrics on {address}: {err}. Is another process using the port? Pick another "
                 "with --metrics-port."
             ) from err

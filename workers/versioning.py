@@ -33,11 +33,21 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
+from stalwart.contracts.errors import InfrastructureError, UsageError
+
 Behaviour = Literal["pinned", "auto-upgrade"]
 BEHAVIOURS: dict[str, VersioningBehavior] = {
     "pinned": VersioningBehavior.PINNED,
     "auto-upgrade": VersioningBehavior.AUTO_UPGRADE,
 }
+
+
+class VersioningError(UsageError, ValueError):
+    """A worker version that cannot be: a deployment name with a dot, no build id, an unknown behaviour."""
+
+
+class VersionNotReady(InfrastructureError, TimeoutError):
+    """A worker version the server did not see polling, or did not pass on as current, in the time given."""
 
 
 def deployment_config(deployment_name: str, build_id: str, behaviour: Behaviour = "pinned") -> WorkerDeploymentConfig:
@@ -46,14 +56,14 @@ def deployment_config(deployment_name: str, build_id: str, behaviour: Behaviour 
     Pass the result to `build_worker(..., deployment_config=...)` (or `Worker(...)`).
     """
     if not deployment_name or "." in deployment_name:
-        raise ValueError(
+        raise VersioningError(
             f"deployment name {deployment_name!r} must be non-empty and contain no '.' "
             "(Temporal writes a version as NAME.BUILD_ID): e.g. --deployment-name stalwart"
         )
     if not build_id:
-        raise ValueError("a versioned worker needs a build id: e.g. --build-id 2026-11-23.1 or the git commit")
+        raise VersioningError("a versioned worker needs a build id: e.g. --build-id 2026-11-23.1 or the git commit")
     if behaviour not in BEHAVIOURS:
-        raise ValueError(f"versioning behaviour {behaviour!r} is not one of: {', '.join(BEHAVIOURS)}")
+        raise VersioningError(f"versioning behaviour {behaviour!r} is not one of: {', '.join(BEHAVIOURS)}")
     return WorkerDeploymentConfig(
         version=WorkerDeploymentVersion(deployment_name=deployment_name, build_id=build_id),
         use_worker_versioning=True,
@@ -86,7 +96,7 @@ async def wait_for_version(client: Client, deployment_name: str, build_id: str, 
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
         if time.monotonic() > deadline:
-            raise TimeoutError(
+            raise VersionNotReady(
                 f"no worker of version {deployment_name}.{build_id} has polled namespace {client.namespace!r} "
                 f"within {timeout:g}s: is one running with --deployment-name {deployment_name} --build-id {build_id}?"
             )
@@ -122,7 +132,7 @@ async def set_current_version(client: Client, deployment_name: str, build_id: st
         if current == build_id and state != RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(
+            raise VersionNotReady(
                 f"version {deployment_name}.{build_id} was made current but the server had not passed it on to every "
                 f"task queue within {timeout:g}s (current: {current or 'none'}); check the server's matching service"
             )

@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.errors import UsageError
 from stalwart.contracts.names import TASK_QUEUE
 from stalwart.workers.plugin import StalwartPlugin, default_tool_registry
 
@@ -24,6 +25,10 @@ cache (1,000 runs) holds every run. Add an option here only with a benchmark run
 """
 
 
+class ToolModuleError(UsageError, ImportError):
+    """A `--tools` module that cannot be imported, or that defines no `@tool` function at its top level."""
+
+
 def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
     """The built-in tools plus every `@tool` in the named modules (`package.module`)."""
     registry = default_tool_registry()
@@ -31,11 +36,11 @@ def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
         try:
             module = importlib.import_module(name)
         except ImportError as err:
-            raise SystemExit(
+            raise ToolModuleError(
                 f"cannot import tool module {name!r}: {err}. Pass an importable module, e.g. `--tools mypackage.tools`."
             ) from err
         if not registry.register_module(module):
-            raise SystemExit(f"tool module {name!r} defines no @tool functions at its top level.")
+            raise ToolModuleError(f"tool module {name!r} defines no @tool functions at its top level.")
     return registry
 
 
