@@ -1,8 +1,6 @@
 """In a real browser: the Web UI of `stalwart dev` with encryption on shows a run's goal and answer decoded.
 
-Needs Chromium, which pip cannot install. Under `CI=true` on a Debian machine where the suite runs as root, the
-test installs it from Debian's packages (`apt-get install chromium`, about a minute) so that CI always runs it;
-elsewhere, without Chromium, it is skipped and says how to install it.
+Needs Chromium, which pip cannot install: `support.chromium` installs it in CI and skips the test elsewhere.
 """
 
 from __future__ import annotations
@@ -10,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,30 +20,7 @@ from stalwart.activities.storage.encryption import KEYS_VAR
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.workers.dev_server import free_port
 
-INSTALL = "apt-get install chromium"
-
-
-def _installed_chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def _chromium() -> str:
-    """Chromium's path; in CI, installed from Debian's packages first when it is missing."""
-    found = _installed_chromium()
-    if found:
-        return found
-    can_install = os.environ.get("CI") == "true" and hasattr(os, "geteuid") and os.geteuid() == 0
-    if not (can_install and shutil.which("apt-get")):
-        pytest.skip(f"Chromium is not installed (Debian: {INSTALL})")
-    quiet = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        print(f"installing Chromium for the browser test: {' '.join(command)}", file=sys.stderr)
-        done = subprocess.run(command, env=quiet, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, f"{' '.join(command)} failed, so CI cannot run the browser test: {done.stderr}"
-    found = _installed_chromium()
-    assert found, f"{INSTALL} succeeded but no chromium is on PATH"
-    return found
-
+from support.chromium import chromium as _chromium
 
 AGENT = Path(__file__).parent.parent / "agents" / "calculator.toml"
 ANSWER = "(17 * 23) + 4 = 395: 17 × 23 is 391, plus 4."

@@ -221,7 +221,7 @@ function tool(record) {
   const head = document.createElement("div");
   const name = document.createElement("span");
   name.className = "name";
-  name.textContent = `🔧 ${record.tool_name}`;
+  name.textContent = `Tool call · ${record.tool_name}`;
   const status = document.createElement("span");
   status.className = "state";
   status.textContent = label;

@@ -1,0 +1,96 @@
+"""In a real browser: the page of `stalwart serve` starts a session, sends a message with Enter, approves the tool
+call from its inbox, shows the answer as the model writes it, and after a reload mid-answer shows it again, once.
+
+Set SERVE_PAGE_SCREENSHOT=docs/images/serve-page.png to keep the screenshot it takes at the end (the README's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from support.chromium import chromium, headless_page
+from support.serve_api import Served
+from wire_server.script import Reply
+
+pytestmark = pytest.mark.slow
+
+ACTION = json.dumps({"tool": "calculator", "arguments": {"expression": "17*23+4"}})
+ANSWER = (
+    "Seventeen times twenty-three is three hundred and ninety-one, and four more makes three hundred and "
+    "ninety-five. The calculator agrees: 17 × 23 + 4 = 395. Ask me for another sum whenever you like."
+)
+AGENT = """\
+name = "calculating-writer"
+model = "openai-compatible:scripted-words"
+base_url = "{base_url}"
+action_format = "json"
+tools = ["calculator"]
+require_approval = ["calculator"]
+"""
+LIVE = "document.querySelector('#log li.assistant.live .bubble')?.textContent || ''"
+DONE = "document.querySelector('#log li.assistant:not(.live) .bubble')?.textContent || ''"
+
+
+async def test_the_page_talks_to_a_session_approves_its_tool_and_resumes_the_answer_after_a_reload(
+    server: Served, wire, opened, tmp_path: Path
+):
+    browser = await asyncio.to_thread(chromium)
+    # The seed's two-phase protocol: an action, then `{}` (no more actions), then the answer, written without
+    # tools and so streamed as it is written, a word every 0.15 s.
+    script = wire.script(Reply(text=ACTION), Reply(text="{}"), Reply(text=ANSWER, pause=0.15))
+    agent_file = tmp_path / "writer.toml"
+    agent_file.write_text(AGENT.format(base_url=script.openai_base_url))
+    async with headless_page(browser, tmp_path / "chromium") as page:
+        await page.send("Page.navigate", url=f"{server.url}/")
+        await page.until("document.readyState === 'complete' && !!document.querySelector('#agent-path')")
+        await page.evaluate(f"document.querySelector('#agent-path').value = {json.dumps(str(agent_file))}")
+        await page.evaluate("document.querySelector('#new-session button').click()")
+        await page.until("!document.querySelector('#message').disabled")
+        session_id = await page.evaluate("decodeURIComponent(location.hash.slice(1))")
+        opened.append(session_id)
+
+        await page.evaluate("document.querySelector('#message').focus()")
+        await page.type("What is 17 * 23 + 4?")
+        await page.press_enter()  # Enter sends
+        assert await page.until("document.querySelector('#log li.user .bubble')?.textContent") == (
+            "What is 17 * 23 + 4?"
+        )
+
+        tool = await page.until("document.querySelector('#inbox li .tool-name')?.textContent")
+        assert tool == "calculator"
+        assert "17*23+4" in await page.evaluate("document.querySelector('#inbox li pre').textContent")
+        await page.evaluate(
+            "[...document.querySelectorAll('#inbox li button')].find(b => b.textContent === 'Approve').click()"
+        )
+
+        growing: list[str] = []
+        while len(growing) < 4 or len(growing[-1]) < len(ANSWER) // 3:
+            text = await page.evaluate(LIVE)
+            assert not await page.evaluate(DONE), "the answer was finished before it was seen growing"
+            if text and (not growing or text != growing[-1]):
+                growing.append(text)
+            await asyncio.sleep(0.05)
+        assert all(later.startswith(earlier) for earlier, later in zip(growing, growing[1:], strict=False))
+        assert all(ANSWER.startswith(text) for text in growing), growing
+
+        await page.send("Page.reload")  # mid-answer
+        await page.until("document.readyState === 'complete'")
+        after = await page.until(f"({LIVE}) || ({DONE})")
+        assert ANSWER.startswith(after), after
+        final = await page.until(DONE)
+        log = await page.evaluate("document.querySelector('#log').textContent")
+        assert final == ANSWER
+        assert log.count("Seventeen times") == 1, "text was shown twice after the reload"
+        assert await page.evaluate("document.querySelector('#log li.tool .state').textContent") == "done"
+        assert await page.evaluate("document.querySelectorAll('#inbox li').length") == 0
+        link = await page.evaluate("document.querySelector('#ui-link').href")
+        assert link.endswith(f"/workflows/{session_id}")
+        await page.until("document.querySelector('#budget-steps').textContent.includes('of')")
+        shot = Path(os.environ.get("SERVE_PAGE_SCREENSHOT") or tmp_path / "serve-page.png")
+        await page.screenshot(shot)
+    assert shot.stat().st_size > 10_000
