@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from temporalio.api.history.v1 import HistoryEvent
 
+from stalwart.contracts import failure_types
+
 
 def failed_task(events: list[HistoryEvent]) -> str | None:
     """The error a worker failed the run's last workflow task with (its type, or its message), or None when the
@@ -32,7 +34,7 @@ def failing_task_note(kind: str) -> str:
     """What to tell the operator of a run whose workflow task fails with `kind`, and what to do about it."""
     hint = (
         ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
-        if kind == "EncryptionKeyError"
+        if kind in (failure_types.ENCRYPTION_KEY_ERROR, failure_types.MISSING_ENCRYPTION_KEY)
         else ""
     )
     return (

@@ -44,6 +44,8 @@ RETRYABLE_TOOL_ERROR = "RetryableToolError"
 """A tool failed in a way worth another attempt (an MCP server unreachable, a tool's own `RetryableToolError`)."""
 ENCRYPTION_KEY_ERROR = "EncryptionKeyError"
 """A worker cannot open a payload: the run was sealed with a key this worker lacks (a workflow task failure)."""
+MISSING_ENCRYPTION_KEY = "MissingEncryptionKey"
+"""A worker cannot open a payload: the run's payloads are encrypted and this worker has no key at all."""
 
 # -- A2A delegation (activities/a2a/errors.py: each is the name of the class that raises it) -----------------------
 
