@@ -23,7 +23,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts import names
+    from stalwart.contracts import failure_types, names
     from stalwart.contracts.approvals import PendingApproval
     from stalwart.contracts.messages import Message
     from stalwart.contracts.model import build_contracts
@@ -78,9 +78,9 @@ class AgentWorkflow:
     async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
         input = self._input
         if self._invalid is not None:
-            raise ApplicationError(self._invalid, type="InvalidRunInput", non_retryable=True)
+            raise ApplicationError(self._invalid, type=failure_types.INVALID_RUN_INPUT, non_retryable=True)
         if (missing := missing_goal(input.goal, session=input.session)) is not None:
-            raise ApplicationError(missing, type="InvalidRunInput", non_retryable=True)
+            raise ApplicationError(missing, type=failure_types.INVALID_RUN_INPUT, non_retryable=True)
         if not self._chain.continued:  # once per chain: a run continued as new is the same run
             telemetry.run_started(self._agent.name, session=input.session)
         kind = "session" if input.session else "invoke_agent"

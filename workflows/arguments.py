@@ -18,6 +18,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts import failure_types
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.run_input import ContinuedRunInput
 
@@ -31,7 +32,7 @@ DECISION_SHAPE = (
     'one argument, the decision as a JSON object: {"call_id": "...", "reason": "..." (optional), '
     '"reviewer": "..." (optional)}; `stalwart pending RUN_ID` lists the waiting call ids'
 )
-INVALID_ARGUMENT = "InvalidArgument"
+INVALID_ARGUMENT = failure_types.INVALID_ARGUMENT
 """The error type of a refused argument: not retryable, since the same argument is refused again."""
 
 _SHOWN_BYTES = 120

@@ -18,7 +18,7 @@ from stalwart.contracts.run import StopReason
 
 @dataclass
 class Budget:
-    """What one turn may spend and has spent; `lifetime` is the whole run chain's spending."""
+    """What one turn may spend and has spent; `lifetime` is the whole chain's spending."""
 
     agent: AgentSpec
     started_at: datetime

@@ -94,7 +94,7 @@ def step_text_chars(steps: list[StepRecord]) -> int:
 def prune(messages: list[Message], limit: int | None) -> list[Message]:
     """Keep the goal and the last `limit` messages, never starting on an orphaned tool result.
 
-    A tool message whose assistant turn was cut would be rejected by every
+    A tool message whose assistant message was cut would be rejected by every
     provider, so the window starts after it.
     """
     if limit is None or len(messages) <= limit + 1:

@@ -6,7 +6,7 @@ an activity. Either way its outcome comes back to the model as a tool result:
 a failure is feedback (`Delegation failed: ...`), never the end of the parent.
 A local sub-agent spends from its parent's budgets: its token and cost limits
 are capped at what the parent has left (less what siblings delegated in the
-same turn hold), and what it used is added to the parent's usage, even when
+same step hold), and what it used is added to the parent's usage, even when
 the parent is cancelled meanwhile. Its time is the parent's: the parent's
 wall-clock budget cancels it, with no deadline of its own to race that. So
 does it cancel a remote agent's task; that agent's spending is its own and
@@ -65,7 +65,7 @@ class DelegationContext:
     parent_id: str
     step: int
     chain_id: str = ""
-    """The first run id of the parent's continue-as-new chain: it makes idempotency keys unique per run chain."""
+    """The first run id of the parent's continue-as-new chain: it makes idempotency keys unique per chain."""
     inputs: dict[str, Any] = field(default_factory=dict)
     remaining_tokens: int | None = None
     remaining_seconds: float | None = None
@@ -90,7 +90,7 @@ class DelegationCancelled(asyncio.CancelledError):
 
 
 def reservation(tool: ToolSpec, context: DelegationContext) -> Usage:
-    """What a local sub-agent may spend at most: held back from siblings delegated in the same turn."""
+    """What a local sub-agent may spend at most: held back from siblings delegated in the same step."""
     sub = tool.sub_agent
     if sub is None or sub.spec is None or sub.url is not None:
         return Usage()

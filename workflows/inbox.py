@@ -14,7 +14,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts import names
+    from stalwart.contracts import failure_types
     from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, StopReason
     from stalwart.contracts.run_input import QueuedMessage, RunInput, message_problem
@@ -65,11 +65,11 @@ class Inbox:
         if self.continuing:
             raise ApplicationError(
                 "the session is continuing as new; send the message again in a moment",
-                type=names.SESSION_CONTINUING,
+                type=failure_types.SESSION_CONTINUING,
             )
         problem = self.refusal(text)
         if problem is not None:
-            raise ApplicationError(problem, type="MessageRefused", non_retryable=True)
+            raise ApplicationError(problem, type=failure_types.MESSAGE_REFUSED, non_retryable=True)
 
     def close(self) -> None:
         self._chain.state.closing = True

@@ -183,7 +183,7 @@ class ToolCalls:
             return ToolResult.failure(call, message_unless_cancelled(err))
 
     async def _delegate(self, call: ToolCall, tool: ToolSpec, budget: Budget) -> ToolResult:
-        """Run a sub-agent; what it may spend is held back from siblings of the same turn until it ends."""
+        """Run a sub-agent; what it may spend is held back from siblings of the same step until it ends."""
         context = self._delegation_context(budget)
         held = delegation.reservation(tool, context)
         budget.held = budget.held + held
