@@ -68,7 +68,7 @@ class AgentWorkflow:
         self._visibility = Visibility(self._input, self._chain, awaiting_approval=lambda: bool(self._approvals.pending))
         self._inbox = Inbox(self._input, self._chain, self._visibility)
         self._model = ModelStep(self._agent, self._chain, self._visibility)
-        self._tools = ToolCalls(self._input, self._chain, self._approvals)
+        self._tool_calls = ToolCalls(self._input, self._chain, self._approvals)
         self._error: str | None = None
         self._budget_fired_at: datetime | None = None
 
@@ -104,11 +104,11 @@ class AgentWorkflow:
         try:
             if state.tools is None:
                 try:
-                    state.tools = await self._tools.describe()
+                    state.tools = await self._tool_calls.describe()
                 except ActivityError as err:
                     self._error = innermost_message(err)
                     return self._finish("error")
-                unknown = self._tools.unknown_names()
+                unknown = self._tool_calls.unknown_names()
                 # Asked only when a name is wrong, so other histories gain no marker; runs recorded before went on.
                 if unknown is not None and patches.active(patches.UNKNOWN_TOOL_NAMES_END_THE_RUN):
                     self._error = unknown
@@ -274,7 +274,7 @@ class AgentWorkflow:
             self._chain.steps[-1].final = True
             return "done"
         if reply.tool_calls:
-            await self._tools.run(reply.tool_calls, turn)
+            await self._tool_calls.run(reply.tool_calls, turn)
         return None
 
     async def _stop_on_budget(self, turn: Turn, reason: StopReason) -> StopReason:
