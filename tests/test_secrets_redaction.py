@@ -3,7 +3,8 @@
 A tool result or error holding a provider key went out whole (in the run's result, its history, `show`, the stored
 transcripts) on a worker that had not yet called that provider: the redactor learnt a key only when something read
 it. Now a worker knows, before its first activity, every provider key and secret setting of its environment. Each
-value here is new to this process, and the agent's model is scripted: no provider is ever called.
+value here is new to this process, and the agent's model is scripted: no provider is ever called. And a tool argument
+or a bound run input holding `${NAME}` is text, never a variable's value.
 """
 
 from __future__ import annotations
@@ -96,3 +97,24 @@ def test_an_identifier_beside_a_secret_is_not_one(tmp_path):
     user = f"user{uuid.uuid4().hex[:6]}"
     secrets.remember_environment({"AWS_ACCESS_KEY_ID": user})
     assert secrets.redact(f"bucket of {user}") == f"bucket of {user}"
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["tool-argument", "bound-run-input"])
+async def test_a_reference_in_a_tool_argument_or_a_bound_input_reaches_the_tool_as_written(
+    stalwart, worker_with, monkeypatch, bound
+):
+    """`${NAME}` is expanded only in an MCP server's headers and env: a model or a run input cannot read a variable."""
+    value = f"never-sent-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", value)
+    call = ScriptedToolCall(name="echo", arguments={} if bound else {"text": "${ANTHROPIC_API_KEY}"})
+    agent = AgentSpec(
+        name="literal",
+        tools=["echo"],
+        bindings={"echo": {"text": "note"}} if bound else {},
+        scripted=[ScriptedReply(tool_calls=[call]), ScriptedReply(text="done")],
+    )
+    async with worker_with():
+        handle = await stalwart.start(agent, "echo it", inputs={"note": "${ANTHROPIC_API_KEY}"} if bound else None)
+        result = await handle.result()
+    assert [step.result for step in result.steps if step.role == "tool"] == ["${ANTHROPIC_API_KEY}"]
+    assert value not in result.model_dump_json()
