@@ -40,6 +40,7 @@ def _listening(host: str, port: int) -> socket.socket:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))
+        listener.listen(2048)  # from now on, callers wait in the backlog until uvicorn accepts them
     except OSError as err:
         listener.close()
         raise UsageError(
