@@ -9,9 +9,7 @@ without `check` is refused the same way):
 1. A provider key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is read only as the key of a model of its own
    provider (`api_key_env` of an `openai:`/`openai-responses:` or `anthropic:` model, or no `api_key_env`
    at all): never for an MCP header or env, a remote agent's token, or another provider's model.
-   `stalwart check` also refuses a model whose `base_url` would send its provider's own key to a host
-   that is neither the provider's API (`PROVIDER_HOSTS`) nor this machine; the worker does not refuse
-   that one yet, it only checks which variable a model reads.
+   Nor to a `base_url` elsewhere than the provider's API (`PROVIDER_HOSTS`) or this machine.
 2. The worker's own settings (`activities/worker_settings.py`: encryption keys, storage and Temporal
    credentials, tokens, `TEMPORAL_*`, `AWS_*`, `OTEL_*`, ...) are never read, whatever the allowlist says.
 3. Anything else is read only when agent files may read it: `STALWART_AGENT_*`, the namespace kept for
@@ -149,19 +147,22 @@ def model_key_problem(model: str, api_key_env: str | None, base_url: str | None,
 
 
 def _foreign_host(name: str, base_url: str | None) -> str | None:
-    """The host of `base_url` when it is neither the API of the provider whose key `name` is nor this machine."""
+    """The host of `base_url` when a request there could reach someone other than the provider whose key `name` is:
+    neither its API nor this machine. A host no request can reach (one no HTTP client can encode, or under the
+    reserved `.invalid`, RFC 6761) is not one: the model call fails there on its own, saying why."""
     if not base_url:
         return None
     try:
         host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
-    except ValueError:
-        return base_url
-    if host in PROVIDER_HOSTS[name] or host == "localhost" or host.endswith(".localhost"):
+        host.encode("idna")
+    except ValueError:  # UnicodeError too: no HTTP client can send anything there
+        return None
+    if not host or host in PROVIDER_HOSTS[name] or host == "localhost" or host.endswith((".localhost", ".invalid")):
         return None
     with contextlib.suppress(ValueError):
         if ipaddress.ip_address(host).is_loopback:
             return None
-    return host or base_url
+    return host
 
 
 def _stem(name: str) -> str:

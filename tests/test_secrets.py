@@ -189,8 +189,10 @@ async def test_the_worker_refuses_a2a_auth_token_env_naming_a_setting_or_a_provi
     [
         ("openai-compatible:llama", "ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "http://127.0.0.1:9/v1"),
         ("openai:gpt-4.1-mini", "STALWART_ENCRYPTION_KEYS", "STALWART_ENCRYPTION_KEYS", None),
+        ("anthropic:claude-haiku-4-5", None, "ANTHROPIC_API_KEY", "https://attacker.example"),
+        ("openai:gpt-4.1-mini", None, "OPENAI_API_KEY", "http://10.0.0.5:8000/v1"),
     ],
-    ids=["another-providers-key", "a-worker-setting"],
+    ids=["another-providers-key", "a-worker-setting", "anthropic-key-elsewhere", "openai-key-elsewhere"],
 )
 def test_the_worker_reads_no_model_key_an_agent_file_may_not_send_there(model, key_env, variable, base_url):
     environ = {variable: "worker-secret-0123456789", secrets.ALLOWED_ENV_VAR: "*"}
@@ -201,9 +203,11 @@ def test_the_worker_reads_no_model_key_an_agent_file_may_not_send_there(model, k
     assert variable in str(refused.value) and AGENT_NAMESPACE in str(refused.value)
 
 
-def test_the_worker_reads_a_providers_key_for_its_own_model():
+def test_the_worker_reads_a_providers_key_for_its_own_model_at_its_api_or_on_this_machine():
+    """Or at a host no request can reach, where the call fails on its own saying why (a host under `.invalid`)."""
     environ = {"OPENAI_API_KEY": "sk-own-0123456789"}
-    for base_url in (None, "https://api.openai.com/v1", "http://127.0.0.1:8000/v1"):
+    hosts = ("api.openai.com", "127.0.0.1:8000", "localhost:1", "[::1]:2", "no-such-host.invalid")
+    for base_url in (None, *(f"http://{host}/v1" for host in hosts)):
         agent = AgentSpec(name="ok", model="openai:gpt-4.1-mini", base_url=base_url)
         assert credentials.api_key(agent, "OPENAI_API_KEY", environ) == "sk-own-0123456789"
 

@@ -36,7 +36,7 @@ def api_key(agent: AgentSpec, default_env: str | None, environ: Mapping[str, str
         return LOCAL_PLACEHOLDER_KEY
     try:  # the worker reads only the variables it allows; what it reads is redacted wherever it would leave
         where, provider = f"agent {agent.name!r}: `api_key_env`", agent.model.partition(":")[0]
-        value = (secrets.read_env(name, where, environ, provider=provider) or "").strip()
+        value = (secrets.read_env(name, where, environ, provider=provider, base_url=agent.base_url) or "").strip()
     except secrets.EnvNotAllowed as err:
         raise ModelConfigError(str(err)) from None
     if not value:
