@@ -20,6 +20,7 @@ from stalwart.activities.context_window import model_window, overflows, summary_
 from stalwart.activities.providers.base import ModelError, ModelGarbledError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.storage.config import ObjectStore
 from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
 from stalwart.contracts import failure_types
@@ -48,8 +49,6 @@ class ModelActivities:
     @property
     def transcripts(self) -> TranscriptStore:
         if self._transcripts is None:  # opened on first use: the storage settings are the worker's
-            from stalwart.activities.storage.config import ObjectStore
-
             self._transcripts = TranscriptStore(ObjectStore.from_config())
         return self._transcripts
 

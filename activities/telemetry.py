@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from temporalio import activity
 
@@ -221,8 +222,6 @@ def remote_agent(url: str) -> Iterator[RemoteCall]:
     """One attempt to delegate to an A2A agent: an `invoke_agent` client span (named by the agent's card once it
     answers); `trace_headers()` inside it carries the trace to the agent, so a Stalwart A2A server that traces
     puts its run under this span."""
-    from urllib.parse import urlsplit
-
     host = urlsplit(url).hostname or url
     span = _start_span(
         f"invoke_agent {host}",

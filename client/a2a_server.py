@@ -24,20 +24,27 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.activities import telemetry
+from stalwart.activities.storage.config import StorageSettingError
+from stalwart.activities.storage.encryption import EncryptionKeyError
+from stalwart.client.agent_files import load_agent
 from stalwart.client.api import InvalidRunInput, StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.run import AgentResult
 from stalwart.contracts.run_input import RunInput
+from stalwart.contracts.tracing import TracingSettingError
 
 CONTEXT_INPUT = "a2a_context_id"
 """The run input that keeps the A2A context id, so `tasks/get` can give it back after a restart."""
@@ -250,9 +257,6 @@ class A2AAgentServer:
         A cancel request is among the newest events of a run still winding down, so the history is read newest
         first, one page; a server without that call (the time-skipping test server) is read from the start.
         """
-        from temporalio.api.common.v1 import WorkflowExecution
-        from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-
         client = self.stalwart.temporal
         try:
             newest = await client.workflow_service.get_workflow_execution_history_reverse(
@@ -364,10 +368,6 @@ def _rpc_error(rpc_id: Any, error: RpcError) -> JSONResponse:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import uvicorn
-
-    from stalwart.client.agent_files import load_agent
-
     parser = argparse.ArgumentParser(
         description="Serve a Stalwart agent over the A2A protocol (JSON-RPC, A2A 1.0 and 0.3)."
     )
@@ -384,10 +384,6 @@ def main(argv: list[str] | None = None) -> None:
         stalwart = await StalwartClient.connect(task_queue=args.task_queue)
         server = A2AAgentServer(stalwart, agent, public_url=args.public_url or f"http://{args.host}:{args.port}/")
         await uvicorn.Server(uvicorn.Config(server.app(), host=args.host, port=args.port)).serve()
-
-    from stalwart.activities.storage.config import StorageSettingError
-    from stalwart.activities.storage.encryption import EncryptionKeyError
-    from stalwart.contracts.tracing import TracingSettingError
 
     try:
         asyncio.run(serve())

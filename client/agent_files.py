@@ -15,6 +15,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
+from stalwart.activities import secrets
 from stalwart.contracts.agent import (
     BUILTIN_PROVIDERS,
     ENV_REFERENCE,
@@ -310,8 +311,6 @@ def check_agent(path: str | Path) -> AgentSpec:
 
 def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[str]:
     """What is wrong with a valid spec that only a worker would otherwise find, for it and its inline sub-agents."""
-    from stalwart.activities import secrets
-
     problems: list[str] = []
     prefix = spec.model.partition(":")[0]
     if prefix not in BUILTIN_PROVIDERS:

@@ -165,13 +165,13 @@ class RunHandle(RunReader):
 
     async def histories(self) -> builtins.list[WorkflowHistory]:
         """Every run of the continue-as-new chain, oldest first."""
-        from stalwart.client.chain import chain_histories
+        from stalwart.client.chain import chain_histories  # storage and the context window: 130 ms of a start
 
         return await chain_histories(self._client, self.run_id)
 
     async def model_input(self, step: int) -> ModelContext:
         """Exactly what the model was sent at `step`, rebuilt from history and storage."""
-        from stalwart.client.chain import model_input_at
+        from stalwart.client.chain import model_input_at  # storage and the context window: 130 ms of a start
 
         return await model_input_at(self._client, await self.histories(), step)
 
@@ -267,7 +267,7 @@ def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
     """The agent itself, or the one its agent file describes (the file reader is loaded only when one is read)."""
     if isinstance(agent, AgentSpec):
         return agent
-    from stalwart.client.agent_files import load_agent
+    from stalwart.client.agent_files import load_agent  # 15 ms that `send`, `approve` and `show` do without
 
     return load_agent(agent)
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.envconfig import ClientConfigProfile
+from temporalio.service import ConnectConfig, ServiceClient
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.contracts.errors import InfrastructureError
@@ -18,7 +20,6 @@ from stalwart.contracts.tracing import tracing_wanted
 
 if TYPE_CHECKING:  # the SDK's client is loaded by `connect`: `connect_service` is for commands that only read
     from temporalio.client import Client
-    from temporalio.service import ServiceClient
 
 DEFAULT_UI_URL = "http://localhost:8233"
 
@@ -128,13 +129,13 @@ async def connect(
     else:
         settings = {"target_host": address or DEFAULT_ADDRESS, "namespace": namespace or DEFAULT_NAMESPACE}
     if _telemetry_in_use(metrics_port):
-        from stalwart.workers import telemetry
+        from stalwart.workers import telemetry  # OpenTelemetry: only a process that traces or serves metrics
 
         if metrics_port is not None:
             settings["runtime"] = telemetry.metrics_runtime(metrics_port)
         if telemetry.enable_tracing():
             settings["interceptors"] = [*settings.get("interceptors", ()), *telemetry.tracing_interceptors()]
-    from temporalio.client import Client
+    from temporalio.client import Client  # not for `connect_service`'s commands: about 90 ms of their start
 
     try:
         return await Client.connect(**settings, data_converter=converter)
@@ -151,10 +152,6 @@ async def connect_service(
 ) -> tuple[ServiceClient, str]:
     """The service client under `connect`'s, with the same settings, and the namespace: all a command that only
     reads runs needs (`client/reader.py`), without the cost of importing the SDK's `Client`."""
-    import socket
-
-    from temporalio.service import ConnectConfig, ServiceClient
-
     settings = connect_settings(address, namespace, profile=profile, config_file=config_file)
     namespace = settings.pop("namespace")
     try:  # the identity `Client.connect` would give: the server records it on what this process does

@@ -28,6 +28,7 @@ from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter, decode_typed_search_attributes
 from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
+from stalwart.client.pollers import workers_polling
 from stalwart.client.task_failures import failed_task, failing_task_note
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.errors import RunFailed
@@ -286,6 +287,7 @@ class RunReader:
 
     async def _archived_steps(self, archives: builtins.list[StepArchive]) -> builtins.list[StepRecord]:
         """Steps of earlier runs of the chain, from storage."""
+        # The storage drivers: only a chain that archived steps needs them (60 ms of a command's start otherwise).
         from stalwart.activities.storage.config import ObjectStore
         from stalwart.activities.transcripts import TranscriptStore
 
@@ -303,7 +305,7 @@ class RunReader:
         raise RuntimeError(f"run {self.run_id} has no history")
 
     async def _offline(self) -> tuple[RunState, builtins.list[PendingApproval]]:
-        from stalwart.client import offline
+        from stalwart.client import offline  # the agent spec's contracts: only a run no worker answered needs them
 
         description = await self.describe()
         events = [event async for event in self.history_events()]
@@ -337,8 +339,6 @@ class RunReader:
 
     async def _worker_polling(self) -> bool:
         """Whether a worker polls the run's task queue; when the server cannot tell, the query gets its second try."""
-        from stalwart.client.pollers import workers_polling  # only a run no worker answered needs it (`show` starts)
-
         polling = await workers_polling(self._service, self._namespace, (await self.describe()).task_queue)
         return polling is not False
 

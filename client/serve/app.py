@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from importlib.resources import files
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,6 +29,7 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, W
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from stalwart.client.agent_files import load_agent
 from stalwart.client.api import InvalidRunInput, SessionClosed, StalwartClient
 from stalwart.client.reader import RunWithoutResult
 from stalwart.client.serve.feed import Feed, Offset, PolledFeed, exists
@@ -333,8 +335,6 @@ def _agent(path: str | None, spec: dict[str, Any] | None) -> AgentSpec:
             return AgentSpec.model_validate(spec)
         except ValidationError as err:
             raise ApiError(400, "invalid_agent", f"the agent spec is not valid: {_problems(err)}") from None
-    from stalwart.client.agent_files import load_agent
-
     try:
         return load_agent(path or "")
     except (UsageError, OSError) as err:
@@ -522,6 +522,4 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[R
 
 
 def _web_file(name: str) -> str:
-    from importlib.resources import files
-
     return str(files(_WEB[0]).joinpath(_WEB[1], name))
