@@ -204,6 +204,24 @@ class RunReader:
         kind = failed_task([event async for event in self.history_events()])
         return None if kind is None else failing_task_note(kind)
 
+    async def retrying(self) -> builtins.list[str]:
+        """Why each call the run waits on failed its last attempt while Temporal tries it again (a `base_url` whose
+        host does not resolve, an agent that is down): a run that retries would otherwise look like one that works.
+        """
+        notes = []
+        for pending in (await self._described()).pending_activities:
+            if not pending.HasField("last_failure"):
+                continue
+            failure = await self._converter.decode_failure(pending.last_failure)  # its message may be encrypted
+            why = getattr(failure, "message", None) or str(failure)
+            when = pending.next_attempt_schedule_time
+            again = f"at {when.ToDatetime():%H:%M:%S} UTC" if when.seconds else "running"
+            notes.append(
+                f"{pending.activity_type.name}: attempt {pending.attempt - 1} failed, attempt {pending.attempt} "
+                f"{again}: {why}"
+            )
+        return notes
+
     async def _described(self) -> DescribeWorkflowExecutionResponse:
         return await self._service.describe_workflow_execution(
             DescribeWorkflowExecutionRequest(namespace=self._namespace, execution=self._execution), retry=True

@@ -9,6 +9,8 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from stalwart.client.api import RunSummary
     from stalwart.contracts.approvals import PendingApproval
     from stalwart.contracts.run import AgentResult, RunEvent, RunMetrics, RunState, StepRecord
@@ -192,7 +194,8 @@ def is_session(state: RunState) -> bool:
     return state.session or state.status in _SESSION_STATUSES or messages > 1
 
 
-def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -> None:
+def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO, *, retrying: Sequence[str] = ()) -> None:
+    """`retrying`: why calls the run waits on failed their last attempt (`RunReader.retrying`)."""
     out = terminal_safe(out)
     session = is_session(state)
     turns = f" · {state.turns} turn{'' if state.turns == 1 else 's'}" if session and state.turns else ""
@@ -210,6 +213,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO) -
         print(ESTIMATED_NOTE, file=out)
     if state.status == "waiting":
         print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
+    for note in retrying:
+        print(f"retrying: {_clip(note, 600)}", file=out)
     if state.offline:
         print(f"note: {state.offline}", file=out)
     if ui_url:

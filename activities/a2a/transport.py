@@ -14,6 +14,7 @@ import httpx
 from stalwart.activities import secrets
 from stalwart.activities.a2a.errors import A2AProtocolError, A2ARequestError, A2AUnavailableError
 from stalwart.activities.retry_after import retry_after_seconds
+from stalwart.activities.unreachable import unreachable
 
 _RETRYABLE_STATUS = {408, 425, 429}
 
@@ -51,6 +52,9 @@ async def send(http: httpx.AsyncClient, method: str, url: str, what: str, **opti
             f"Raise poll.request_timeout_seconds if it is always this slow."
         ) from err
     except httpx.TransportError as err:
+        why = unreachable(err, str(request.url), "the sub-agent's `url` in the agent file (or the card's endpoint)")
+        if why:  # retried all the same: a name server or the agent may be back in a moment
+            raise A2AUnavailableError(f"{what}: cannot reach {request.url} ({type(err).__name__}): {why}.") from err
         raise A2AUnavailableError(
             f"{what}: cannot reach {request.url} ({type(err).__name__}: {err or 'no detail'}); "
             f"check that the agent is running and the URL is right."

@@ -25,6 +25,7 @@ from stalwart.activities.providers.base import (
     ModelUnavailableError,
 )
 from stalwart.activities.retry_after import retry_after_seconds
+from stalwart.activities.unreachable import unreachable
 
 if TYPE_CHECKING:  # a worker loads each SDK when an agent first uses it (activities/providers/__init__.py)
     import anthropic
@@ -60,6 +61,10 @@ def translate(err: BaseException, target: Target, secret: str | None) -> ModelEr
     if isinstance(err, (*_sdk_errors("APITimeoutError"), httpx.TimeoutException, httpx2.TimeoutException)):
         return ModelUnavailableError(f"{where(target)} timed out; the attempt is retried.")
     if isinstance(err, _sdk_errors("APIConnectionError")):
+        sent_to = getattr(getattr(err, "request", None), "url", None)
+        why = unreachable(err, str(sent_to) if sent_to else target.base_url, "`base_url` in the agent file")
+        if why:  # retried all the same: a name server or a server may be back in a moment
+            return ModelUnavailableError(f"cannot connect to {where(target)}: {why}; the attempt is retried.")
         return ModelUnavailableError(
             f"cannot connect to {where(target)} ({_redact(str(err.__cause__ or err), secret)}); the attempt is retried."
         )

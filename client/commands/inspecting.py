@@ -27,7 +27,7 @@ async def show(args: argparse.Namespace) -> int:
     if args.json:
         print(state.model_dump_json(indent=2))
     else:
-        render.print_state(args.run_id, state, handle.ui_url, sys.stdout)
+        render.print_state(args.run_id, state, handle.ui_url, sys.stdout, retrying=await handle.retrying())
     return EXIT_OK
 
 
