@@ -4,7 +4,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { runId: null, session: false, closed: true, follow: null, approvals: new Map(), temporalUi: null };
+const state = { runId: null, session: false, follow: null, approvals: new Map(), open: [] };
 
 // -- the API ------------------------------------------------------------------------------------------------------
 
@@ -76,6 +76,7 @@ function open(runId) {
     button.setAttribute("aria-current", String(button.dataset.runId === runId));
   }
   $("log").replaceChildren();
+  state.open = [];
   $("run-title").textContent = runId;
   setComposer(false);
   if (state.follow) state.follow.abort();
@@ -150,6 +151,7 @@ function handle(kind, data) {
   else if (kind === "approvals") {
     state.approvals.set(data.run_id, data.pending);
     renderInbox();
+    for (const open of state.open) tool(open.record); // a call in flight may be the one now waiting for you
   } else if (kind === "end") ended(data);
 }
 
@@ -254,7 +256,8 @@ function showState(data) {
   $("budget-steps").textContent = of(data.steps_used ?? 0, limits.max_steps);
   $("budget-tokens").textContent = of(data.tokens_used ?? 0, limits.max_tokens, (n) => n.toLocaleString());
   $("budget-cost").textContent = of(data.cost_usd ?? 0, limits.max_cost_usd, (n) => `$${Number(n).toFixed(4)}`);
-  for (const open of data.open || []) tool(open.record);
+  state.open = data.open || [];
+  for (const open of state.open) tool(open.record);
 }
 
 function ended(data) {

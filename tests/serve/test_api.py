@@ -146,3 +146,21 @@ async def test_the_openapi_document_describes_every_api_route(server: Served):
     assert ("/api/runs/{run_id}/approvals/{call_id}/reject", "POST") in described
     body = document["paths"]["/api/sessions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert "agent_spec" in body["properties"]
+
+
+async def test_offsets_run_on_across_continue_as_new_and_a_stream_resumes_past_it(server: Served, opened):
+    replies = [f"answer {n}" for n in range(8)]
+    spec = {**chatter(*replies), "session": {"continue_as_new_events": 20}}
+    async with server.client() as http:
+        session_id = await _session(http, spec, opened)
+        for n in range(8):
+            sent = await http.post(f"/api/sessions/{session_id}/messages", json={"message": f"q{n}", "wait": True})
+            assert sent.status_code == 200, sent.text
+        async with events(http, session_id) as stream:
+            whole, _ = await stream.until("step", lambda d: d["index"] == 15)
+        async with events(http, session_id, last_event_id="9-0") as stream:
+            rest, _ = await stream.until("step", lambda d: d["index"] == 15)
+    assert len(await server.feed.client.get(session_id).histories()) >= 2, "the session did not continue as new"
+    contents = [e.data["record"]["content"] for e in whole if e.kind == "step"]
+    assert contents == [text for n in range(8) for text in (f"q{n}", f"answer {n}")]
+    assert [e.data["index"] for e in rest if e.kind == "step"] == list(range(9, 16))

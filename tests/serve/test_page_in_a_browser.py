@@ -64,6 +64,7 @@ async def test_the_page_talks_to_a_session_approves_its_tool_and_resumes_the_ans
         tool = await page.until("document.querySelector('#inbox li .tool-name')?.textContent")
         assert tool == "calculator"
         assert "17*23+4" in await page.evaluate("document.querySelector('#inbox li pre').textContent")
+        await page.until("document.querySelector('#log li.tool .state')?.textContent === 'waiting for approval'")
         await page.evaluate(
             "[...document.querySelectorAll('#inbox li button')].find(b => b.textContent === 'Approve').click()"
         )
