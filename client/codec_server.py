@@ -11,17 +11,21 @@ stored goal or tool result instead of a reference, decrypted like any other payl
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
 import os
+import socket
 import sys
 from argparse import Namespace
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+import uvicorn
 from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -32,6 +36,10 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.converter import PayloadCodec, StorageDriver, StorageDriverClaim, StorageDriverRetrieveContext
+
+from stalwart.activities.storage.config import DRIVER_NAME, StorageConfig, storage_driver
+from stalwart.activities.storage.encryption import KEYS_VAR, EncryptionCodec, Keyring
+from stalwart.contracts.errors import UsageError
 
 TOKEN_VAR = "STALWART_CODEC_TOKEN"
 ORIGINS_VAR = "STALWART_CODEC_ORIGINS"
@@ -147,9 +155,6 @@ async def _transform(request: Request, service: CodecService, *, decode: bool) -
 
 def service_from_env(origins: Sequence[str] | None = None) -> CodecService:
     """The service for this process's settings: keys, storage, token and origins from the environment."""
-    from stalwart.activities.storage.config import DRIVER_NAME, StorageConfig, storage_driver
-    from stalwart.activities.storage.encryption import KEYS_VAR, EncryptionCodec, Keyring
-
     keyring = Keyring.from_env()
     if keyring is None:
         raise SystemExit(
@@ -173,10 +178,6 @@ def checked_origin(origin: str) -> str:
     Origins are compared as strings: one written otherwise (`localhost:8080`, `*`, a URL with a path) would
     match no browser, and the UI would be refused every request with nothing said at the start.
     """
-    from urllib.parse import urlsplit
-
-    from stalwart.contracts.errors import UsageError
-
     text = origin.strip().rstrip("/")
     try:
         parts = urlsplit(text)
@@ -194,10 +195,6 @@ def checked_origin(origin: str) -> str:
 
 def _listening(host: str, port: int, flag: str) -> Any:
     """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before serving)."""
-    import socket
-
-    from stalwart.contracts.errors import UsageError
-
     if not 1 <= port <= 65535:
         raise UsageError(f"{port} is not a port number: give one from 1 to 65535 ({flag})")
     try:
@@ -221,10 +218,6 @@ def _listening(host: str, port: int, flag: str) -> Any:
 @asynccontextmanager
 async def running(service: CodecService, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> AsyncIterator[str]:
     """The codec server serving in this event loop until the block ends; yields its URL."""
-    import asyncio
-
-    import uvicorn
-
     listener = _listening(host, port, "--codec-port")
     server = uvicorn.Server(uvicorn.Config(codec_app(service), log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[listener]))
@@ -241,8 +234,6 @@ async def running(service: CodecService, host: str = "127.0.0.1", port: int = DE
 
 async def serve(args: Namespace) -> int:
     """Serve until stopped (the `stalwart codec-server` command)."""
-    import uvicorn
-
     service = service_from_env(args.origin or None)
     listener = _listening(args.host, args.port, "--port")  # a port in use is said before claiming to serve
     print(

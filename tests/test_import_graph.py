@@ -23,10 +23,54 @@ from pathlib import Path
 
 from support.repo_paths import REPO
 
-LAZY_MODULES = {"stalwart.client.cli"}
-LAZY_PACKAGES = ("stalwart.client.commands.",)
-LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
-"""(module, imported module) -> why the import waits for the function that needs it."""
+COMMAND_LINE = ("stalwart.client.cli", "stalwart.client.commands.")
+"""The command line's modules: each command imports what it needs when it runs (`stalwart --help` imports none)."""
+_STORAGE = "the storage drivers (60 ms): only a chain that archived steps reads them"
+_WORKFLOWS = "the workflow package (its __init__ loads AgentWorkflow, 110 ms): only for a run's events"
+_TRACING = "OpenTelemetry: only for a process that traces (OTEL_EXPORTER_OTLP_ENDPOINT) or serves metrics"
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("stalwart.activities.providers", "stalwart.activities.providers."): (
+        "each provider's SDK (openai, anthropic: a second or more) loads only when a run calls that provider"
+    ),
+    ("stalwart.activities.secrets", "temporalio.exceptions"): (
+        "`stalwart check` reads the secrets policy without the Temporal SDK (about 150 ms of its start)"
+    ),
+    ("stalwart.activities.storage.encryption", "cryptography"): (
+        "AES-GCM only with STALWART_ENCRYPTION_KEYS set: every command that connects imports this module"
+    ),
+    ("stalwart.activities.storage.objects", "aioboto3"): "the optional `s3` extra, installed only for S3 storage",
+    ("stalwart.activities.storage.objects", "aiobotocore"): "the optional `s3` extra, installed only for S3 storage",
+    ("stalwart.activities.storage.objects", "temporalio.contrib.aws"): "the optional `s3` extra (aioboto3)",
+    ("stalwart.activities.telemetry", "opentelemetry"): _TRACING,
+    ("stalwart.workers.telemetry", "opentelemetry"): _TRACING,
+    ("stalwart.workers.telemetry", "temporalio.contrib.opentelemetry"): _TRACING,
+    ("stalwart.client.connection", "stalwart.workers.telemetry"): _TRACING,
+    ("stalwart.client.connection", "temporalio.client"): (
+        "the SDK's client (90 ms), which the commands that only read a run (`show`, `pending`) do without"
+    ),
+    ("stalwart.client.api", "stalwart.client.agent_files"): (
+        "the agent-file reader (15 ms): only a run started from a file, not `send`, `approve` or `show`"
+    ),
+    ("stalwart.client.api", "stalwart.client.chain"): "storage and the context window (130 ms): only for histories",
+    ("stalwart.client.api", "stalwart.workflows.conversation"): _WORKFLOWS,
+    ("stalwart.client.reader", "stalwart.workflows.conversation"): _WORKFLOWS,
+    ("stalwart.client.reader", "stalwart.contracts.run_input"): (
+        "the agent spec's contracts (17 ms): `show` of a finished run does not build them"
+    ),
+    ("stalwart.client.reader", "stalwart.client.offline"): (
+        "the agent spec's contracts and the history's decoding (50 ms): only a run no worker answered"
+    ),
+    ("stalwart.client.reader", "stalwart.activities.storage.config"): _STORAGE,
+    ("stalwart.client.reader", "stalwart.activities.transcripts"): _STORAGE,
+    ("stalwart.client.server_errors", "temporalio."): (
+        "the command line imports it at start: the Temporal SDK (200 ms) only once a command meets a server's error"
+    ),
+    ("stalwart.client.tool_names", "stalwart.activities.mcp"): (
+        "the MCP SDK (over half a second): only `stalwart check` of an agent with MCP servers"
+    ),
+}
+"""(module, start of the imported module's name) -> why the import waits for the function that needs it: the start-up
+it saves, measured with `python -X importtime` on top of what the module already imports."""
 
 
 def _package_dirs() -> dict[str, Path]:
@@ -65,7 +109,7 @@ def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, 
 
 
 def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> list[str]:
-    """The package's modules an import statement imports."""
+    """The package's modules an import statement imports (none for a module from outside the package)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names if alias.name in modules]
     base = node.module or ""
@@ -86,10 +130,11 @@ def _graph() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
     local: list[tuple[str, str, int]] = []
     for module, path in modules.items():
         for node, in_function in _import_nodes(ast.parse(path.read_text(), str(path))):
-            graph[module] |= set(_targets(module, path, node, modules)) - {module}
+            targets = _targets(module, path, node, modules)
+            graph[module] |= set(targets) - {module}
             if in_function:
-                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or "."]
-                local += [(module, name, node.lineno) for name in names]
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                local += [(module, name, node.lineno) for name in targets or names]
     return graph, local
 
 
@@ -125,3 +170,31 @@ def test_a_cycle_is_found_and_named_by_its_path():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycle(graph) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set(), "c": {"b"}}) is None
+
+
+def _allowance(module: str, imported: str) -> tuple[str, str] | None:
+    return next(
+        (key for key in LOCAL_IMPORTS_ALLOWED if key[0] == module and imported.startswith(key[1])),
+        None,
+    )
+
+
+def test_modules_outside_the_command_line_import_at_module_level():
+    _, local = _graph()
+    found = [
+        f"{module}:{line} imports {imported}"
+        for module, imported, line in local
+        if not (module == COMMAND_LINE[0] or module.startswith(COMMAND_LINE[1]))
+        and _allowance(module, imported) is None
+    ]
+    assert not found, (
+        "function-local imports outside the command line's modules (move them to the top of the module, or add "
+        "them to LOCAL_IMPORTS_ALLOWED with the start-up cost they save):\n" + "\n".join(found)
+    )
+
+
+def test_every_allowed_local_import_is_still_there():
+    """An allowance whose import moved or went away would hide the next one added in its place."""
+    _, local = _graph()
+    used = {_allowance(module, imported) for module, imported, _ in local}
+    assert sorted(set(LOCAL_IMPORTS_ALLOWED) - used) == []
