@@ -482,6 +482,10 @@ def serve_app(client: StalwartClient, settings: ServeSettings, feed: Feed | None
         where = request.url.path
         return error(status, "not_found", f"nothing is served at {where}: GET /api/openapi.json lists the API")
 
+    async def failed(request: Request, exc: Exception) -> Response:
+        # A bug, not a refusal: still JSON, so an app reads it like every other answer; the traceback is logged.
+        return error(500, "internal_error", f"the server failed on {request.method} {request.url.path}: {exc!r}")
+
     async def shutdown() -> None:
         closing = getattr(feed, "close", None)
         if closing is not None:
@@ -495,7 +499,7 @@ def serve_app(client: StalwartClient, settings: ServeSettings, feed: Feed | None
     return Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={HTTPException: not_found},
+        exception_handlers={HTTPException: not_found, Exception: failed},
         lifespan=lifespan,
     )
 

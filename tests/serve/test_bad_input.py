@@ -126,6 +126,11 @@ async def test_an_unknown_id_is_refused_404_naming_it(guarded: Served):
         assert "no-such-run" in _refusal(response, 404, "not_found")
 
 
+async def test_a_method_a_route_does_not_serve_is_refused_405(guarded: Served):
+    async with guarded.client() as http:
+        _refusal(await http.delete("/api/runs"), 405, "method_not_allowed")
+
+
 async def test_an_offset_that_is_not_one_is_refused_400(guarded: Served, opened):
     async with guarded.client() as http:
         session_id = await _session(http, chatter("hi"), opened)
