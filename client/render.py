@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from stalwart.client.api import RunSummary
     from stalwart.contracts.approvals import PendingApproval
+    from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, RunEvent, RunMetrics, RunState, StepRecord
 
 _WIDTH = 160
@@ -148,13 +149,13 @@ def print_result(result: AgentResult, ui_url: str | None, out: TextIO) -> None:
     model_steps = sum(1 for s in result.steps if s.role == "assistant")
     print(
         f"stop reason: {result.stop_reason} · {model_steps} model steps · "
-        f"{usage.input_tokens} in / {usage.output_tokens} out tokens{cost} · {result.elapsed_seconds:.2f}s",
+        f"{token_totals(usage, result.metrics, result.steps)}{cost} · {result.elapsed_seconds:.2f}s",
         file=out,
     )
     if result.error:
         print(f"error: {result.error}", file=out)
     if result.metrics is not None:
-        print_metrics(result.metrics, out)
+        print_metrics(result.metrics, out, usage=usage, steps=result.steps)
     if result.budget_fired_after_seconds is not None and result.elapsed_seconds > result.budget_fired_after_seconds + 1:
         print(budget_fired_note(result), file=out)
     if usage.estimated:
@@ -171,11 +172,41 @@ def budget_fired_note(result: AgentResult) -> str:
     )
 
 
-def print_metrics(metrics: RunMetrics, out: TextIO) -> None:
-    """Seed 002's end-of-run metrics: cycles, tokens, latency per tool, totals."""
+def token_totals(usage: Usage, metrics: RunMetrics | None, steps: Sequence[StepRecord]) -> str:
+    """`60 in / 60 out tokens`: a run's totals, which count what its sub-agents spent; when it delegated, saying so
+    and how much that was (its own steps, and its metrics' cycles, do not show it)."""
+    return f"{usage.input_tokens} in / {usage.output_tokens} out tokens{_sub_agents(usage, metrics, steps, True)}"
+
+
+def _sub_agents(usage: Usage, metrics: RunMetrics | None, steps: Sequence[StepRecord], amount: bool) -> str:
+    """`, sub-agents' 10 in / 10 out included` (or without the amount) when `usage` counts sub-agents' tokens.
+
+    A run's usage adds up its own model calls and its delegations; its metrics count only its own model calls (its
+    steps), so the difference is what its sub-agents spent."""
+    extra_in = max(usage.input_tokens - metrics.input_tokens, 0) if metrics is not None else 0
+    extra_out = max(usage.output_tokens - metrics.output_tokens, 0) if metrics is not None else 0
+    if not (extra_in or extra_out or any(step.tool_kind == "agent" for step in steps)):
+        return ""
+    if not amount or metrics is None:
+        return ", sub-agents included"
+    return f", sub-agents' {extra_in} in / {extra_out} out included"
+
+
+def print_metrics(
+    metrics: RunMetrics, out: TextIO, *, usage: Usage | None = None, steps: Sequence[StepRecord] = ()
+) -> None:
+    """Seed 002's end-of-run metrics: cycles, tokens, latency per tool, totals.
+
+    With `usage` (the run's), the tokens are its totals, sub-agents included as everywhere else a run's tokens are
+    shown; without, those of its own model calls."""
+    if usage is None:
+        tokens = f"{metrics.total_tokens} tokens ({metrics.input_tokens} in / {metrics.output_tokens} out)"
+    else:
+        sub_agents = _sub_agents(usage, metrics, steps, False)
+        tokens = f"{usage.total_tokens} tokens ({usage.input_tokens} in / {usage.output_tokens} out{sub_agents})"
     print(
-        f"metrics: {metrics.cycles} cycle{'' if metrics.cycles == 1 else 's'} · {metrics.total_tokens} tokens "
-        f"({metrics.input_tokens} in / {metrics.output_tokens} out) · model {metrics.model_seconds:.2f}s · "
+        f"metrics: {metrics.cycles} cycle{'' if metrics.cycles == 1 else 's'} · {tokens} · "
+        f"model {metrics.model_seconds:.2f}s · "
         f"{metrics.tool_calls} tool call{'' if metrics.tool_calls == 1 else 's'} {metrics.tool_seconds:.2f}s · "
         f"{metrics.elapsed_seconds:.2f}s in all",
         file=out,
@@ -206,9 +237,9 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO, *
         print(f"\n{'last answer' if session else 'answer'}: {state.answer}", file=out)
     if state.error:
         print(f"error: {state.error}", file=out)
-    print(f"usage: {state.usage.input_tokens} in / {state.usage.output_tokens} out tokens", file=out)
+    print(f"usage: {token_totals(state.usage, state.metrics, state.steps)}", file=out)
     if state.metrics is not None:
-        print_metrics(state.metrics, out)
+        print_metrics(state.metrics, out, usage=state.usage, steps=state.steps)
     if state.usage.estimated:
         print(ESTIMATED_NOTE, file=out)
     if state.status == "waiting":
@@ -340,7 +371,7 @@ def print_closed(session_id: str, result: AgentResult, out: TextIO) -> None:
     cost = f" · ${result.usage.cost_usd:.4f}" if result.usage.cost_usd else ""
     print(
         f"session {session_id} ended ({result.stop_reason}) after {messages} message{'' if messages == 1 else 's'} · "
-        f"{result.usage.input_tokens} in / {result.usage.output_tokens} out tokens{cost} · "
+        f"{token_totals(result.usage, result.metrics, result.steps)}{cost} · "
         f"{result.elapsed_seconds:.1f}s; `stalwart show {session_id}` prints its steps",
         file=out,
     )
