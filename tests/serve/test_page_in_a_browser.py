@@ -12,9 +12,12 @@ import os
 from pathlib import Path
 
 import pytest
+from serve_agents import chatter
+
+from stalwart.client.serve.app import ServeSettings
 
 from support.chromium import chromium, headless_page
-from support.serve_api import Served
+from support.serve_api import Served, served
 from wire_server.script import Reply
 
 pytestmark = pytest.mark.slow
@@ -95,3 +98,23 @@ async def test_the_page_talks_to_a_session_approves_its_tool_and_resumes_the_ans
         shot = Path(os.environ.get("SERVE_PAGE_SCREENSHOT") or tmp_path / "serve-page.png")
         await page.screenshot(shot)
     assert shot.stat().st_size > 10_000
+
+
+async def test_the_page_of_a_server_with_a_token_asks_for_it_once_then_lists_the_runs(
+    stalwart_client, worker, opened, tmp_path: Path
+):
+    browser = await asyncio.to_thread(chromium)
+    settings = ServeSettings(token="page-token")
+    async with served(stalwart_client, settings) as server, server.client() as http:
+        started = await http.post("/api/runs", json={"agent_spec": chatter("done"), "goal": "list me"})
+        run_id = started.json()["run_id"]
+        opened.append(run_id)
+        async with headless_page(browser, tmp_path / "chromium") as page:
+            await page.send("Page.navigate", url=f"{server.url}/")
+            await page.until("document.querySelector('#token-dialog')?.open")
+            await page.evaluate("document.querySelector('#token').focus()")
+            await page.type("page-token")
+            await page.press_enter()
+            listed = await page.until("[...document.querySelectorAll('#run-list button')].map(b => b.dataset.runId)")
+            assert run_id in listed
+            assert not await page.evaluate("document.querySelector('#token-dialog').open")
