@@ -10,12 +10,15 @@ import asyncio
 import logging
 import re
 import shlex
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool
 
+from stalwart.activities.mcp import rejections
 from stalwart.activities.mcp.connection import HandshakeTimeout, McpConnection
 from stalwart.activities.mcp.errors import (
     McpConfigError,
@@ -24,7 +27,7 @@ from stalwart.activities.mcp.errors import (
     McpToolError,
     McpUnavailable,
 )
-from stalwart.contracts.agent import McpHttpServer, McpServerSpec, McpStdioServer
+from stalwart.contracts.agent import McpServerSpec, McpStdioServer
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +37,20 @@ _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
 
 class McpPool:
-    """Connections keyed by how a server is reached, so agents that name one server differently share it."""
+    """Connections keyed by how a server is reached, so agents that name one server differently share it.
+
+    A session its server refused (it restarted and forgot it) is retired: no new request is sent through it, and
+    it is closed once the last request still waiting on it has its answer. Closing it at once would cut those
+    requests off, and a request cut off cannot tell whether the server ran it; answered, each is refused too and
+    asked again on the new session.
+    """
 
     def __init__(self) -> None:
         self._connections: dict[str, McpConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: dict[McpConnection, int] = {}
+        """How many requests wait on each connection's answers."""
+        self._retired: set[McpConnection] = set()
 
     @staticmethod
     def key(spec: McpServerSpec) -> str:
@@ -80,93 +92,82 @@ class McpPool:
         except _SessionRejected as rejected:
             # The server forgot our session (it restarted): a new session is all it takes, and listing is safe
             # to repeat. A second rejection is the server's answer.
-            await self._reconnecting(spec, rejected)
+            _reconnecting(spec, rejected)
             try:
                 return await self._list_tools(spec)
             except _SessionRejected as again:
                 raise McpUnavailable(
-                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again.error})"
+                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again})"
                 ) from again.error
 
     async def _list_tools(self, spec: McpServerSpec) -> list[Tool]:
         connection = await self.connection(spec)
         tools: list[Tool] = []
         cursor: str | None = None
-        try:
-            for _ in range(MAX_LIST_PAGES):
-                page = await connection.client.list_tools(cursor=cursor, cache_mode="bypass")
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if cursor is None:
-                    return tools
-        except MCPError as err:
-            # Before CONNECTION_CLOSED: TypeScript servers send their "Bad Request" rejections with its code.
-            if _session_rejected(spec, err):
-                await self._discard(spec, connection)
-                raise _SessionRejected(err) from err
-            if err.code == CONNECTION_CLOSED:
-                await self._discard(spec, connection)
-                raise McpUnavailable(f"MCP server {spec.name!r} went away while listing its tools") from err
-            raise McpConfigError(
-                f"MCP server {spec.name!r} ({_where(spec)}) cannot list its tools: {err}. "
-                f"Is it an MCP server with tools?"
-            ) from err
+        async with self._waiting_on(connection) as exchange:
+            try:
+                for _ in range(MAX_LIST_PAGES):
+                    page = await connection.client.list_tools(cursor=cursor, cache_mode="bypass")
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        return tools
+            except MCPError as err:
+                self._raise_if_rejected(spec, connection, exchange, err)
+                if err.code == CONNECTION_CLOSED:
+                    await self._discard(spec, connection)
+                    raise McpUnavailable(f"MCP server {spec.name!r} went away while listing its tools") from err
+                raise McpConfigError(
+                    f"MCP server {spec.name!r} ({_where(spec)}) cannot list its tools: {err}. "
+                    f"Is it an MCP server with tools?"
+                ) from err
         raise McpUnavailable(f"MCP server {spec.name!r} listed more than {MAX_LIST_PAGES} pages of tools")
-
-    async def _reconnecting(self, spec: McpServerSpec, rejected: _SessionRejected) -> None:
-        logger.warning(
-            "MCP server %r (%s) rejected its session (%s): it has probably restarted; reconnecting with a new session",
-            spec.name,
-            _where(spec),
-            rejected.error,
-        )
 
     async def call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool; an error the server reports is raised as `McpToolError` for the model to read.
 
-        A server that rejects the session (it restarted and forgot it) did not run the call, so the call is
-        made once more on a new session."""
+        A server that refuses the session (it restarted and forgot it) refuses before it runs anything, so the
+        call is made once more, on a new session. A call that failed in any other way may have run: it is not."""
         try:
             return await self._call_tool(spec, name, arguments)
         except _SessionRejected as rejected:
-            await self._reconnecting(spec, rejected)
+            _reconnecting(spec, rejected)
             try:
                 return await self._call_tool(spec, name, arguments)
             except _SessionRejected as again:
                 raise McpUnavailable(
-                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again.error})"
+                    f"MCP server {spec.name!r} ({_where(spec)}) rejected a new session too ({again})"
                 ) from again.error
 
     async def _call_tool(self, spec: McpServerSpec, name: str, arguments: dict[str, Any]) -> CallToolResult:
         connection = await self.connection(spec)
-        try:
-            result = await connection.client.call_tool(name, arguments)
-        except MCPError as err:
-            # Before CONNECTION_CLOSED: TypeScript servers send their "Bad Request" rejections with its code.
-            if _session_rejected(spec, err):
-                await self._discard(spec, connection)
-                raise _SessionRejected(err) from err
-            if err.code == CONNECTION_CLOSED:
-                await self._discard(spec, connection)
-                if isinstance(_leaf(connection.failure), _NOT_SENT):
-                    # The request never reached the server, so trying again (on a new session) is safe.
-                    raise McpUnavailable(
-                        f"MCP server {spec.name!r}: lost the connection ({_leaf(connection.failure)})"
+        async with self._waiting_on(connection) as exchange:
+            try:
+                return await connection.client.call_tool(name, arguments)
+            except MCPError as err:
+                self._raise_if_rejected(spec, connection, exchange, err)
+                if err.code == CONNECTION_CLOSED:
+                    await self._discard(spec, connection)
+                    if isinstance(_leaf(connection.failure), _NOT_SENT):
+                        # The request never reached the server, so trying again (on a new session) is safe.
+                        raise McpUnavailable(
+                            f"MCP server {spec.name!r}: lost the connection ({_leaf(connection.failure)})"
+                        ) from err
+                    raise McpServerExited(
+                        f"MCP server {spec.name!r} closed the connection while running {name!r} (did it crash?)"
                     ) from err
+                raise McpToolError(str(err)) from err
+            except (httpx2.TransportError, OSError) as err:
+                self._raise_if_rejected(spec, connection, exchange, err)
+                await self._discard(spec, connection)
+                if isinstance(err, _NOT_SENT):
+                    raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
+                # The request may have reached the server (a read timeout, a connection dropped mid-call):
+                # Temporal must not retry it blindly, or a side-effecting tool could run twice.
                 raise McpServerExited(
-                    f"MCP server {spec.name!r} closed the connection while running {name!r} (did it crash?)"
+                    f"MCP server {spec.name!r}: lost the connection while running {name!r} "
+                    f"({type(err).__name__}: {err})"
                 ) from err
-            raise McpToolError(str(err)) from err
-        except (httpx2.TransportError, OSError) as err:
-            await self._discard(spec, connection)
-            if isinstance(err, _NOT_SENT):
-                raise McpUnavailable(f"MCP server {spec.name!r}: {type(err).__name__}: {err}") from err
-            # The request may have reached the server (a read timeout, a connection dropped mid-call):
-            # Temporal must not retry it blindly, or a side-effecting tool could run twice.
-            raise McpServerExited(
-                f"MCP server {spec.name!r}: lost the connection while running {name!r} ({type(err).__name__}: {err})"
-            ) from err
-        return result
 
     def alive(self, spec: McpServerSpec) -> bool:
         """Whether a live connection to `spec` is open now (a dead one is replaced on its next use)."""
@@ -175,7 +176,8 @@ class McpPool:
 
     async def aclose(self) -> None:
         """Close every connection (stopping stdio servers); the pool can be used again afterwards."""
-        connections, self._connections = list(self._connections.values()), {}
+        connections = [*self._connections.values(), *self._retired]
+        self._connections, self._retired = {}, set()
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
     async def _discard(self, spec: McpServerSpec, connection: McpConnection) -> None:
@@ -183,6 +185,43 @@ class McpPool:
         if self._connections.get(key) is connection:
             del self._connections[key]
         await connection.close()
+
+    @asynccontextmanager
+    async def _waiting_on(self, connection: McpConnection) -> AsyncIterator[rejections.Exchange]:
+        """Around requests sent through `connection`: what its server answered them, and a retired connection
+        closed once no request waits on it any more."""
+        self._waiting[connection] = self._waiting.get(connection, 0) + 1
+        try:
+            with rejections.watching() as exchange:
+                yield exchange
+        finally:
+            self._waiting[connection] -= 1
+            if not self._waiting[connection]:
+                del self._waiting[connection]
+                if connection in self._retired:
+                    await connection.close()
+                    self._retired.discard(connection)  # only now: one whose close was cut short is closed by aclose
+
+    def _raise_if_rejected(
+        self, spec: McpServerSpec, connection: McpConnection, exchange: rejections.Exchange, err: Exception
+    ) -> None:
+        """Raise `_SessionRejected` if the server refused the session of the request that failed with `err`."""
+        if exchange.rejected_session is None:
+            return
+        key = self.key(spec)
+        if self._connections.get(key) is connection:
+            del self._connections[key]
+        self._retired.add(connection)
+        raise _SessionRejected(err, exchange) from err
+
+
+def _reconnecting(spec: McpServerSpec, rejected: _SessionRejected) -> None:
+    logger.warning(
+        "MCP server %r (%s) rejected its session (%s): it has probably restarted; reconnecting with a new session",
+        spec.name,
+        _where(spec),
+        rejected,
+    )
 
 
 def _leaf(err: BaseException | None) -> BaseException | None:
@@ -193,24 +232,12 @@ def _leaf(err: BaseException | None) -> BaseException | None:
 
 
 class _SessionRejected(Exception):
-    """The server refused a request of a session it no longer knows; a new session may succeed."""
+    """The server refused a request of a session it no longer knows (HTTP 400 or 404): it ran nothing, and a new
+    session may succeed."""
 
-    def __init__(self, error: MCPError) -> None:
-        super().__init__(str(error))
+    def __init__(self, error: Exception, exchange: rejections.Exchange) -> None:
+        super().__init__(f"HTTP {exchange.status} to session {exchange.rejected_session}: {error}")
         self.error = error
-
-
-_SESSION_ERROR = re.compile(r"session|not initiali[sz]ed", re.IGNORECASE)
-
-
-def _session_rejected(spec: McpServerSpec, err: MCPError) -> bool:
-    """Whether an HTTP server refused the request for its session, not for what it asked.
-
-    A restarted server forgets its sessions: Python servers answer the old session id with 404 ("Session not
-    found", or the client's "Session terminated"), the official TypeScript ones with 400 ("Bad Request: No
-    valid session ID provided", "Server not initialized"). Any such answer means: open a new session.
-    """
-    return isinstance(spec, McpHttpServer) and bool(_SESSION_ERROR.search(err.error.message or ""))
 
 
 def _where(spec: McpServerSpec) -> str:

@@ -21,6 +21,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
 from stalwart.activities import secrets
+from stalwart.activities.mcp import rejections
 from stalwart.activities.mcp.errors import McpConfigError
 from stalwart.contracts.agent import ENV_REFERENCE, McpServerSpec, McpStdioServer
 
@@ -72,7 +73,8 @@ async def open_transport(
     """Streams to and from the server; `ended` is set once the server can send nothing more.
 
     Over HTTP, each answer that is not a success is appended to `answers` (`HTTP 405 (text/html)`), so a
-    failed handshake can say what the server answered: the MCP client reports only that it failed."""
+    failed handshake can say what the server answered: the MCP client reports only that it failed. An answer
+    refusing a request's session is recorded for the task that sent the request (`rejections`)."""
     environ = os.environ if environ is None else environ
     if isinstance(spec, McpStdioServer):
         async with stdio_client(stdio_parameters(spec, environ)) as (read, write):
@@ -89,7 +91,9 @@ async def open_transport(
             answers.append(f"HTTP {response.status_code} ({kind}) to {response.request.method}")
 
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"response": [note, rejections.record]}
+        ) as http,
         streamable_http_client(spec.url, http_client=http) as (read, write),
     ):
         yield _WatchedReadStream(read, ended), write
