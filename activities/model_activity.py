@@ -26,7 +26,7 @@ from stalwart.activities.transcripts import TranscriptError, TranscriptStore
 from stalwart.contracts import failure_types
 from stalwart.contracts.activities import LONG_RATE_LIMIT, ModelContext, ModelRequest
 from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import AssistantTurn, Message
+from stalwart.contracts.messages import AssistantTurn, Message, Usage
 from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
 
@@ -45,6 +45,9 @@ class ModelActivities:
         self._finished: OrderedDict[tuple[str | None, str], AssistantTurn] = OrderedDict()
         """Turns this worker finished, by (run id, activity id): a completion lost to a server outage (the SDK
         stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
+        self._failed: OrderedDict[tuple[str | None, str], Usage] = OrderedDict()
+        """What failed attempts of a call spent, by (run id, activity id): the tokens the provider reported before
+        the attempt failed were billed, so the attempt that succeeds counts them in its turn's usage."""
 
     @property
     def transcripts(self) -> TranscriptStore:
@@ -76,14 +79,19 @@ class ModelActivities:
                 info.attempt,
             )
             return self._finished[key]
-        with telemetry.model_call(request.step) as observed:
-            turn = observed.turn(await self._model_turn(request, observed))
+        with telemetry.model_call(request.step) as observed, token_usage.metered() as reported:
+            turn = observed.turn(await self._model_turn(request, observed, reported))
+        failed = self._failed.pop(key, None)
+        if failed is not None:
+            turn = turn.model_copy(update={"usage": turn.usage + failed})
         self._finished[key] = turn
         while len(self._finished) > FINISHED_TURNS_KEPT:
             self._finished.popitem(last=False)
         return turn
 
-    async def _model_turn(self, request: ModelRequest, observed: telemetry.ModelCall) -> AssistantTurn:
+    async def _model_turn(
+        self, request: ModelRequest, observed: telemetry.ModelCall, reported: list[Usage]
+    ) -> AssistantTurn:
         info = activity.info()
         refuse_after(request.deadline, f"the model call of step {request.step}")
         try:
@@ -145,6 +153,10 @@ class ModelActivities:
             )  # `new` is already filled in; the segment keeps its stored results as references
             return turn.model_copy(update={"transcript": transcript, "context_ref": known})
         except ModelError as err:
+            spent = self._spent_failing(
+                info, pricing.with_cost(token_usage.of_failed_attempt(reported), pricing.price_of(agent.model))
+            )
+            details = [spent.model_dump(mode="json")] if spent.total_tokens else []  # for a call that fails for good
             if err.retryable and err.retry_after and _too_long_to_retry_here(err.retry_after, info, request):
                 vendor = agent.model.split(":", 1)[0]
                 raise ApplicationError(
@@ -159,17 +171,30 @@ class ModelActivities:
             if isinstance(err, ModelGarbledError) and info.attempt >= err.MAX_ATTEMPTS:
                 # Junk that came back this often is not a blip: stop instead of retrying for minutes.
                 raise ApplicationError(
-                    f"{err} Gave up after {info.attempt} attempts.", type=type(err).__name__, non_retryable=True
+                    f"{err} Gave up after {info.attempt} attempts.",
+                    *details,
+                    type=type(err).__name__,
+                    non_retryable=True,
                 ) from None  # the run's error is the innermost message: this one, with the attempts
             if err.retryable:
                 activity.logger.warning("model call attempt %d failed, Temporal retries it: %s", info.attempt, err)
             raise ApplicationError(
                 str(err),
+                *details,
                 type=type(err).__name__,
                 non_retryable=not err.retryable,
                 next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
                 category=ApplicationErrorCategory.BENIGN if err.retryable else ApplicationErrorCategory.UNSPECIFIED,
             ) from err
+
+    def _spent_failing(self, info: activity.Info, attempt: Usage) -> Usage:
+        """What the failed attempts of this call have spent, this one's `attempt` included."""
+        key = (info.workflow_run_id, info.activity_id)
+        spent = self._failed.pop(key, Usage()) + attempt
+        self._failed[key] = spent
+        while len(self._failed) > FINISHED_TURNS_KEPT:
+            self._failed.popitem(last=False)
+        return spent
 
     async def _summary(
         self,

@@ -5,11 +5,17 @@ such as negative counts. Trusted blindly, missing usage lets a `max_tokens` budg
 negative usage lowers the run's totals. So a negative count is replaced by an estimate, a missing one
 is estimated (about `CHARS_PER_TOKEN` characters a token, from what was sent and what came back),
 and the usage says so (`Usage.estimated`), which the run's result and `stalwart show` report.
+
+The tokens a provider reported for an attempt that then failed (an error event or a cut after Anthropic's
+`message_start`) were billed all the same: the model activity counts them into the turn that finally succeeds.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.agent import MAX_TOKENS
@@ -65,3 +71,39 @@ def estimate_output(turn: AssistantTurn) -> int:
 
 def _tokens(chars: int) -> int:
     return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+_REPORTED: ContextVar[list[Usage] | None] = ContextVar("stalwart_reported_usage", default=None)
+
+
+@contextmanager
+def metered() -> Iterator[list[Usage]]:
+    """Collect what the provider reports of one model call's usage while it streams (`reported`): an attempt that
+    then fails has still been billed for what the provider read (Anthropic reports its input tokens first)."""
+    box: list[Usage] = []
+    token = _REPORTED.set(box)
+    try:
+        yield box
+    finally:
+        _REPORTED.reset(token)
+
+
+def reported(usage: Usage) -> None:
+    """The usage the provider has reported so far of the call being made; a later report replaces an earlier one."""
+    box = _REPORTED.get()
+    if box is not None:
+        box[:] = [usage]
+
+
+def of_failed_attempt(box: list[Usage]) -> Usage:
+    """What a failed attempt counts: the tokens the provider reported before it failed, none negative or past
+    MAX_TOKENS; nothing is estimated, as no answer came back to estimate from."""
+    if not box:
+        return Usage()
+    [usage] = box
+    input_tokens = min(max(usage.input_tokens, 0), MAX_TOKENS)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=min(max(usage.output_tokens, 0), MAX_TOKENS),
+        cached_tokens=min(max(usage.cached_tokens, 0), input_tokens),
+    )

@@ -15,7 +15,7 @@ from stalwart.activities.providers import errors, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
-from stalwart.activities.usage import unreported
+from stalwart.activities.usage import reported, unreported
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
@@ -111,6 +111,7 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
         kind = event.type
         if kind == "message_start":
             usage = _usage(event.message.usage, usage)
+            reported(usage)  # billed even if the stream fails after this
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
             if block["type"] == "tool_use":
@@ -122,6 +123,7 @@ async def _fold(events: Any, observer: TurnObserver, model: str, target: errors.
             _apply(blocks[event.index], json_parts, event.index, event.delta, observer)
         elif kind == "message_delta":
             usage = _usage(event.usage, usage)
+            reported(usage)
             stop = event.delta.stop_reason or stop
         elif kind == "message_stop":
             turn = _turn([blocks[i] for i in sorted(blocks)], json_parts, sorted(blocks), unreported(usage), model)

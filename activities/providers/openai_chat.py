@@ -18,7 +18,7 @@ from stalwart.activities.providers import errors, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
-from stalwart.activities.usage import unreported
+from stalwart.activities.usage import reported, unreported
 from stalwart.contracts.activities import ModelContext
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
@@ -111,6 +111,7 @@ async def _fold(events: Any, observer: TurnObserver, step: int, model: str, targ
                 output_tokens=chunk.usage.completion_tokens or 0,
                 cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
             )
+            reported(usage)  # billed even if the stream fails after this
         for choice in chunk.choices:
             delta = choice.delta
             if delta.tool_calls:
