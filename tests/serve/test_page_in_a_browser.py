@@ -23,6 +23,7 @@ from wire_server.script import Reply
 pytestmark = pytest.mark.slow
 
 ACTION = json.dumps({"tool": "calculator", "arguments": {"expression": "17*23+4"}})
+NEXT_ACTION = json.dumps({"tool": "calculator", "arguments": {"expression": "2**10"}})
 ANSWER = (
     "Seventeen times twenty-three is three hundred and ninety-one, and four more makes three hundred and "
     "ninety-five. The calculator agrees: 17 × 23 + 4 = 395. Ask me for another sum whenever you like."
@@ -45,7 +46,7 @@ async def test_the_page_talks_to_a_session_approves_its_tool_and_resumes_the_ans
     browser = await asyncio.to_thread(chromium)
     # The seed's two-phase protocol: an action, then `{}` (no more actions), then the answer, written without
     # tools and so streamed as it is written, a word every 0.15 s.
-    script = wire.script(Reply(text=ACTION), Reply(text="{}"), Reply(text=ANSWER, pause=0.15))
+    script = wire.script(Reply(text=ACTION), Reply(text="{}"), Reply(text=ANSWER, pause=0.15), Reply(text=NEXT_ACTION))
     agent_file = tmp_path / "writer.toml"
     agent_file.write_text(AGENT.format(base_url=script.openai_base_url))
     async with headless_page(browser, tmp_path / "chromium") as page:
@@ -95,6 +96,11 @@ async def test_the_page_talks_to_a_session_approves_its_tool_and_resumes_the_ans
         link = await page.evaluate("document.querySelector('#ui-link').href")
         assert link.endswith(f"/workflows/{session_id}")
         await page.until("document.querySelector('#budget-steps').textContent.includes('of')")
+
+        await page.evaluate("document.querySelector('#message').focus()")
+        await page.type("And 2 to the power of 10?")
+        await page.press_enter()
+        await page.until("document.querySelectorAll('#inbox li').length === 1")  # the next call waits for a person
         shot = Path(os.environ.get("SERVE_PAGE_SCREENSHOT") or tmp_path / "serve-page.png")
         await page.screenshot(shot)
     assert shot.stat().st_size > 10_000
