@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import queue
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
 from stalwart.client import render
@@ -63,9 +65,6 @@ class LineReader:
     """
 
     def __init__(self) -> None:
-        import queue
-        import threading
-
         self._asks: queue.SimpleQueue[tuple[Any, Any, str | None]] = queue.SimpleQueue()
         # A line that is not UTF-8 arrives with its bad bytes as surrogates, for the caller to refuse it alone;
         # strict decoding would end the input there, and every line after it with it.

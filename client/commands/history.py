@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, WORKFLOW_TYPE, connecting
@@ -123,8 +124,6 @@ def _say_how_many(matching: int | None, limit: int) -> None:
 
 
 def _since(text: str) -> str:
-    from datetime import UTC, datetime, timedelta
-
     units = {"d": "days", "h": "hours", "m": "minutes"}
     if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
         raise UsageError(f"--since takes a number and d, h or m, e.g. 7d; not {text!r}")

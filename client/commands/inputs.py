@@ -103,6 +103,7 @@ async def _off_the_loop(read: Callable[[], _T]) -> _T:
     On the loop's thread, a read waiting on a terminal or a pipe holds off both (asyncio's Ctrl-C only cancels
     the command's task); under `asyncio.to_thread` it holds `asyncio.run`, which joins its executor's threads.
     """
+    # Here, not at the top: the command line imports this module as it starts (`not_utf8`).
     import asyncio
     import threading
     from concurrent.futures import Future

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
 
 async def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from stalwart.client.agent_files import load_agent
     from stalwart.client.api import StalwartClient
     from stalwart.contracts.model_choice import choose_model
@@ -75,8 +73,6 @@ async def _warn_of_a_failing_task(handle: RunHandle, every: float = 3.0) -> None
 
 async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, deciding: asyncio.Task[None]) -> int:
     """Print the run as it goes, then its result; `deciding` (its approval handling) stops once the run has ended."""
-    import asyncio
-
     watching = asyncio.create_task(_warn_of_a_failing_task(handle))
     try:
         if not as_json:
@@ -103,8 +99,6 @@ async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: boo
 
 async def print_live(handle: RunHandle) -> None:
     """Print each step as it finishes and the answer's words as the model writes them, in one readable stream."""
-    import asyncio
-
     from stalwart.client.stream import AnswerDelta, Progress
 
     line = render.LiveLine(sys.stdout)

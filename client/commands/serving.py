@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from stalwart.client.commands import EXIT_OK, EXIT_USAGE, TASK_QUEUE, connecting
@@ -49,8 +50,6 @@ async def worker(args: argparse.Namespace) -> int:
         from stalwart.workers.telemetry import metrics_address
 
         print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
-    from datetime import timedelta
-
     from stalwart.workers.shutdown import Shutdown
 
     shutdown = Shutdown(args.grace_seconds)
