@@ -25,6 +25,10 @@ from stalwart.client.agent_files import AgentFileError, check_agent
 from stalwart.client.cli import EXIT_USAGE, main
 from stalwart.contracts.agent import AgentSpec, McpStdioServer
 
+from support.secret_values import forgetting_afterwards  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.usefixtures("forgetting_afterwards")
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = ("activities", "client", "contracts", "workers", "workflows", "stalwart")
 AGENT_NAMESPACE = "STALWART_AGENT_"

@@ -19,6 +19,10 @@ from stalwart.activities import secrets
 from stalwart.activities.tools import tool
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 
+from support.secret_values import forgetting_afterwards  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.usefixtures("forgetting_afterwards")
+
 SEEN_BY_THE_WORKER = [
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",

@@ -12,7 +12,10 @@ from flavors import FLAVORS, agent_for, run_agent
 
 from stalwart.activities import secrets
 
+from support.secret_values import forgetting_afterwards  # noqa: F401 - a fixture
 from wire_server.script import Reply
+
+pytestmark = pytest.mark.usefixtures("forgetting_afterwards")
 
 COMPATIBLE = next(f for f in FLAVORS if f.id == "openai-compatible")
 

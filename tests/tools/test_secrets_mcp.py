@@ -17,7 +17,9 @@ from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, McpServerSpec, ScriptedReply, ScriptedToolCall
 from stalwart.workers.worker import build_worker
 
-pytestmark = pytest.mark.slow
+from support.secret_values import forgetting_afterwards  # noqa: F401 - a fixture
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("forgetting_afterwards")]
 
 WORKER_SETTINGS = ["STALWART_ENCRYPTION_KEYS", "STALWART_CODEC_TOKEN", "AWS_SECRET_ACCESS_KEY", "TEMPORAL_API_KEY"]
 PROVIDER_KEYS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
