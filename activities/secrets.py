@@ -238,11 +238,15 @@ def remember_environment(environ: Mapping[str, str] | None = None) -> None:
     secret setting of the worker's (the content of a key file it names), every variable agent files may read.
 
     Without it a key was redacted only once something had read it: a tool result holding the Anthropic key
-    went out whole on a worker that had not yet called Anthropic."""
+    went out whole on a worker that had not yet called Anthropic. A value that is one plain lower-case word
+    (`testing`, a development default) is left alone, as short values are: redacting it would hide that word in
+    every answer; it is still redacted once something reads it for an agent file."""
     environ = os.environ if environ is None else environ
     # Not `*` and the like: a worker letting agent files read everything would redact every path and word.
     readable = [p for p in [f"{AGENT_PREFIX}*", *_listed(environ), *_allowed_by_workers] if p[:1].isalnum()]
     for name, value in list(environ.items()):
+        if value.isalpha() and value.islower():
+            continue
         if name in PROVIDER_KEYS:
             remember(value)
         elif worker_settings.is_secret(name):

@@ -122,3 +122,9 @@ async def test_a_reference_in_a_tool_argument_or_a_bound_input_reaches_the_tool_
         result = await handle.result()
     assert [step.result for step in result.steps if step.role == "tool"] == ["${ANTHROPIC_API_KEY}"]
     assert value not in result.model_dump_json()
+
+
+def test_a_setting_that_is_one_plain_word_is_not_redacted_from_the_start():
+    """A development default such as `AWS_SECRET_ACCESS_KEY=testing` would otherwise hide the word in every answer."""
+    secrets.remember_environment({"AWS_SECRET_ACCESS_KEY": "plainwordsecret"})
+    assert secrets.redact("a plainwordsecret b") == "a plainwordsecret b"
