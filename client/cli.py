@@ -351,6 +351,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-body-bytes", type=int, default=1024 * 1024, help="largest request body accepted (default: 1 MiB)"
     )
+    serve.add_argument(
+        "--agents-dir",
+        default=".",
+        metavar="DIR",
+        help="the folder agent files named by path are read from, relative paths included (default: the current "
+        "folder); an agent anywhere else is sent as its spec",
+    )
     _connection_options(serve)
 
     show = command("show", "inspecting:show", "Print the step log of a run or session, running or finished.")

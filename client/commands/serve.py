@@ -7,6 +7,7 @@ import ipaddress
 import os
 import socket
 import sys
+from pathlib import Path
 
 from stalwart.client.commands import EXIT_OK
 from stalwart.contracts.errors import UsageError
@@ -69,7 +70,10 @@ async def serve(args: argparse.Namespace) -> int:
     origins = [checked_origin(o) for o in given]
     listener = _listening(args.host, args.port)  # a port in use is said before connecting
     client = await connecting.client(args)
-    settings = ServeSettings(token=token, origins=origins, max_body_bytes=args.max_body_bytes)
+    agents_dir = Path(args.agents_dir).expanduser().resolve()
+    if not agents_dir.is_dir():
+        raise UsageError(f"--agents-dir {args.agents_dir} is not a folder: name the folder of your agent files")
+    settings = ServeSettings(token=token, origins=origins, max_body_bytes=args.max_body_bytes, agents_dir=agents_dir)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"serving the page on http://{shown_host}:{args.port}/ and the API under /api", file=sys.stderr)
     if token is None:
@@ -81,6 +85,7 @@ async def serve(args: argparse.Namespace) -> int:
         print("callers send `Authorization: Bearer <token>` (the page asks for it once)", file=sys.stderr)
     if origins:
         print(f"other web origins allowed: {', '.join(origins)}", file=sys.stderr)
+    print(f"agent files are read from {agents_dir}", file=sys.stderr)
     print(f"runs on task queue {client.task_queue!r}; Temporal UI links go to {client.ui_url}", file=sys.stderr)
     # Open event streams would hold a shutdown forever: they are cut after a moment, and their clients resume
     # from their last offset when the server is back.

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.resources import files
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -55,6 +56,8 @@ class ServeSettings:
     token: str | None = None
     origins: Sequence[str] = ()
     max_body_bytes: int = MAX_BODY_BYTES
+    agents_dir: Path | None = None
+    """Agent files named by path must be inside this folder (None: any file the server can read)."""
 
 
 class ApiError(Exception):
@@ -118,9 +121,10 @@ class Decide(_Body):
 
 
 class _Api:
-    def __init__(self, client: StalwartClient, feed: Feed) -> None:
+    def __init__(self, client: StalwartClient, feed: Feed, agents_dir: Path | None = None) -> None:
         self.client = client
         self.feed = feed
+        self.agents_dir = agents_dir
 
     async def info(self, request: Request) -> Response:
         """This server: the Temporal namespace, where the Temporal UI is, the task queue."""
@@ -150,7 +154,7 @@ class _Api:
     async def start_run(self, request: Request) -> Response:
         """Start a run of an agent towards a goal."""
         body = await _read(request, StartRun)
-        spec = _agent(body.agent, body.agent_spec)
+        spec = _agent(body.agent, body.agent_spec, self.agents_dir)
         try:
             handle = await self.client.start(spec, body.goal, inputs=body.inputs, run_id=body.run_id)
         except (InvalidRunInput, UsageError) as err:
@@ -162,7 +166,7 @@ class _Api:
     async def start_session(self, request: Request) -> Response:
         """Start a session of an agent: it stays open and answers each message as one turn."""
         body = await _read(request, StartSession)
-        spec = _agent(body.agent, body.agent_spec)
+        spec = _agent(body.agent, body.agent_spec, self.agents_dir)
         try:
             handle = await self.client.start_session(spec, session_id=body.session_id, inputs=body.inputs)
         except (InvalidRunInput, UsageError) as err:
@@ -327,7 +331,7 @@ def _cause(err: WorkflowUpdateFailedError) -> str:
     return str(getattr(cause, "message", None) or cause or err)
 
 
-def _agent(path: str | None, spec: dict[str, Any] | None) -> AgentSpec:
+def _agent(path: str | None, spec: dict[str, Any] | None, agents_dir: Path | None) -> AgentSpec:
     if (path is None) == (spec is None):
         raise ApiError(400, "agent_required", "give the agent as `agent` (a file path on the server) or `agent_spec`")
     if spec is not None:
@@ -335,8 +339,18 @@ def _agent(path: str | None, spec: dict[str, Any] | None) -> AgentSpec:
             return AgentSpec.model_validate(spec)
         except ValidationError as err:
             raise ApiError(400, "invalid_agent", f"the agent spec is not valid: {_problems(err)}") from None
+    file = Path(path or "")
+    if agents_dir is not None:
+        file = (agents_dir / file).resolve()  # a relative path is read from the folder, as a person means it
+        if not file.is_relative_to(agents_dir.resolve()):
+            raise ApiError(
+                403,
+                "agent_outside",
+                f"{path} is outside {agents_dir}, the folder this server reads agent files from (--agents-dir); "
+                "send the agent as `agent_spec` instead",
+            )
     try:
-        return load_agent(path or "")
+        return load_agent(file)
     except (UsageError, OSError) as err:
         raise ApiError(400, "invalid_agent", str(err)) from None
 
@@ -447,7 +461,7 @@ def endpoints(api: _Api) -> list[Endpoint]:
 def serve_app(client: StalwartClient, settings: ServeSettings, feed: Feed | None = None) -> Starlette:
     """The ASGI application of `stalwart serve`, on `client` (which must live on the loop that serves it)."""
     feed = feed or PolledFeed(client)
-    api = _Api(client, feed)
+    api = _Api(client, feed, settings.agents_dir)
     table = endpoints(api)
     openapi = document(table, version=_version())
 

@@ -7,7 +7,9 @@ import asyncio
 import pytest
 from serve_agents import ANSWER, chatter, gated_calculator, writer
 
-from support.serve_api import Served, events
+from stalwart.client.serve.app import ServeSettings
+
+from support.serve_api import Served, events, served
 
 pytestmark = pytest.mark.slow
 
@@ -164,3 +166,16 @@ async def test_offsets_run_on_across_continue_as_new_and_a_stream_resumes_past_i
     contents = [e.data["record"]["content"] for e in whole if e.kind == "step"]
     assert contents == [text for n in range(8) for text in (f"q{n}", f"answer {n}")]
     assert [e.data["index"] for e in rest if e.kind == "step"] == list(range(9, 16))
+
+
+async def test_a_session_starts_from_an_agent_file_named_relative_to_the_agents_folder(
+    stalwart_client, worker, opened, tmp_path
+):
+    (tmp_path / "chatter.toml").write_text('name = "chatter"\nmodel = "scripted"\n\n[[scripted]]\ntext = "hello"\n')
+    async with served(stalwart_client, ServeSettings(agents_dir=tmp_path)) as server, server.client() as http:
+        started = await http.post("/api/sessions", json={"agent": "chatter.toml"})
+        assert started.status_code == 201, started.text
+        session_id = started.json()["session_id"]
+        opened.append(session_id)
+        answer = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "hi", "wait": True})
+    assert answer.json()["answer"] == "hello"

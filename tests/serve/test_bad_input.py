@@ -187,3 +187,15 @@ def test_serve_refuses_a_public_host_without_a_token():
     )
     assert done.returncode == 2
     assert "STALWART_SERVE_TOKEN" in done.stderr and "--host 127.0.0.1" in done.stderr
+
+
+async def test_an_agent_file_outside_the_agents_folder_is_refused_403(stalwart_client, worker, tmp_path):
+    inside, outside = tmp_path / "agents", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "agent.toml").write_text('name = "far"\nmodel = "scripted"\n')
+    settings = ServeSettings(agents_dir=inside)
+    async with served(stalwart_client, settings) as server, server.client() as http:
+        for path in (str(outside / "agent.toml"), "../elsewhere/agent.toml"):
+            response = await http.post("/api/sessions", json={"agent": path})
+            assert "--agents-dir" in _refusal(response, 403, "agent_outside")
