@@ -422,6 +422,9 @@ async function main() {
   });
   loadApprovals();
   setInterval(loadApprovals, 3000);
+  setInterval(() => {
+    if (!document.activeElement?.closest?.(".run-list")) loadRuns(); // never redrawn under a person's focus
+  }, 10000);
 }
 
 main();
