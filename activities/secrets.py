@@ -9,7 +9,7 @@ without `check` is refused the same way):
 1. A provider key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is read only as the key of a model of its own
    provider (`api_key_env` of an `openai:`/`openai-responses:` or `anthropic:` model, or no `api_key_env`
    at all): never for an MCP header or env, a remote agent's token, or another provider's model.
-   Nor to a `base_url` elsewhere than the provider's API (`PROVIDER_HOSTS`) or this machine.
+   Nor is it sent to a `base_url` other than the provider's API (`PROVIDER_HOSTS`) or this machine.
 2. The worker's own settings (`activities/worker_settings.py`: encryption keys, storage and Temporal
    credentials, tokens, `TEMPORAL_*`, `AWS_*`, `OTEL_*`, ...) are never read, whatever the allowlist says.
 3. Anything else is read only when agent files may read it: `STALWART_AGENT_*`, the namespace kept for
