@@ -15,8 +15,11 @@ found", so the client falls back to `initialize` and gets a session id), and it 
 so the client learns of a restart from the answer to its next request alone.
 
 Every run of a tool appends its `label` to COUNT_FILE, so a test counts how often the server really ran it,
-across restarts. `record_then_500` runs (and is counted), then its answer is replaced by a 500; `record_then_exit`
-runs, then the process dies with the call's connection open.
+across restarts; every session it opens appends `initialize`. `record_then_500` runs (and is counted), then its
+answer is replaced by a 500; `record_then_exit` runs, then the process dies with the call's connection open.
+
+With `forgetful` as a fourth argument the server knows no session at all, not even one it has just opened, as
+behind a load balancer that spreads one session's requests over servers that do not share their sessions.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,7 @@ STALE_SESSION_ANSWERS = {
 }
 
 
-def build_app(answer: int, count_file: Path) -> Any:
+def build_app(answer: int, count_file: Path, remembers: bool = True) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
@@ -70,11 +73,12 @@ def build_app(answer: int, count_file: Path) -> Any:
         record(label)
         os._exit(3)
 
-    return ts_like(server.streamable_http_app(), answer)
+    return ts_like(server.streamable_http_app(), answer, lambda: record("initialize"), remembers)
 
 
-def ts_like(app: Any, answer: int) -> Any:
-    """`app` answering unknown sessions as TypeScript servers do, without GET streams or `server/discover`."""
+def ts_like(app: Any, answer: int, opening: Callable[[], object], remembers: bool) -> Any:
+    """`app` answering unknown sessions as TypeScript servers do, without GET streams or `server/discover`;
+    `opening` is called for each `initialize`, and an opened session is known from then on if `remembers`."""
     known: set[str] = set()
     error = json.dumps({"jsonrpc": "2.0", "error": STALE_SESSION_ANSWERS[answer], "id": None}).encode()
 
@@ -115,8 +119,11 @@ def ts_like(app: Any, answer: int) -> Any:
             await _answer(send, 500, b"Internal Server Error", b"text/plain")
             return
 
+        if request.get("method") == "initialize":
+            opening()
+
         async def noting(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and remembers:
                 issued = dict(message.get("headers", [])).get(b"mcp-session-id")
                 if issued is not None:
                     known.add(issued.decode())
@@ -164,9 +171,12 @@ def executions(count_file: Path, label: str) -> int:
 
 
 @contextmanager
-def ts_mcp_server(port: int, answer: int, count_file: Path) -> Iterator[subprocess.Popen[bytes]]:
+def ts_mcp_server(
+    port: int, answer: int, count_file: Path, remembers: bool = True
+) -> Iterator[subprocess.Popen[bytes]]:
     """The server as a process on 127.0.0.1:`port` (endpoint /mcp) until the block ends, when it is killed."""
-    process = subprocess.Popen([sys.executable, __file__, str(port), str(answer), str(count_file)])
+    forgetful = [] if remembers else ["forgetful"]
+    process = subprocess.Popen([sys.executable, __file__, str(port), str(answer), str(count_file), *forgetful])
     try:
         while True:
             if process.poll() is not None:
@@ -186,4 +196,5 @@ if __name__ == "__main__":
     import uvicorn
 
     port, answer, count_file = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-    uvicorn.run(build_app(answer, count_file), host="127.0.0.1", port=port, log_level="warning")
+    remembers = sys.argv[4:] != ["forgetful"]
+    uvicorn.run(build_app(answer, count_file, remembers), host="127.0.0.1", port=port, log_level="warning")

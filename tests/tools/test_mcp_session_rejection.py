@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from activity_calls import call, describe
+from temporalio.exceptions import ApplicationError
 
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.contracts.agent import AgentSpec, McpHttpServer
@@ -45,9 +46,10 @@ class _Served:
         self.activities = ToolActivities(default_registry())
         self.tools: dict[str, ToolSpec] = {}
 
-    def process(self) -> AbstractContextManager[subprocess.Popen[bytes]]:
-        """A new server process on the same port, knowing no session of an earlier one."""
-        return ts_mcp_server(self.port, self.answer, self.counts)
+    def process(self, remembers: bool = True) -> AbstractContextManager[subprocess.Popen[bytes]]:
+        """A new server process on the same port, knowing no session of an earlier one (nor, unless it
+        `remembers`, of its own)."""
+        return ts_mcp_server(self.port, self.answer, self.counts, remembers)
 
     async def session_opened(self) -> None:
         """List the tools and call one, so the worker holds a session the next process will not know."""
@@ -126,3 +128,26 @@ async def test_call_that_failed_after_the_server_ran_it_is_not_asked_again(serve
     assert result.is_error
     assert result.error.startswith(told), result.error
     assert executions(served.counts, "charged") == 1
+
+
+@pytest.mark.parametrize("served", **ANSWERS)
+async def test_server_that_refuses_the_new_session_too_is_asked_once_more_only(served: _Served):
+    """A server that forgets every session, as one behind a load balancer that spreads a session's requests over
+    servers that do not share them: the listing and the call are each asked once more, on one new session, then
+    left to Temporal to retry with backoff. The call never ran."""
+    await served.session_opened()
+    with served.process(remembers=False):
+        opened = executions(served.counts, "initialize")
+        with pytest.raises(ApplicationError) as listing:
+            await describe(served.activities, served.agent)
+        listing_opened = executions(served.counts, "initialize") - opened
+        with pytest.raises(ApplicationError) as calling:
+            await call(served.activities, served.tools["count"], {"label": "refused"})
+        call_opened = executions(served.counts, "initialize") - opened - listing_opened
+    for caught in (listing, calling):
+        assert not caught.value.non_retryable
+        assert "rejected a new session too (HTTP " in caught.value.message, caught.value.message
+    assert executions(served.counts, "refused") == 0
+    # The listing's stale session was refused, so it opened one; the call found that one retired, opened one, and
+    # asked once more on another.
+    assert (listing_opened, call_opened) == (1, 2)
