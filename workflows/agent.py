@@ -171,21 +171,36 @@ class AgentWorkflow:
     # -- a turn ----------------------------------------------------------------
 
     async def _run_turn(self, progress: TurnInProgress) -> StopReason:
-        """One turn within its wall-clock budget; its result goes to the `send` updates it answered.
-
-        A session's turn is an `invoke_agent` span of its own, inside the session's span."""
-        turn = Turn.resumed(progress, self._agent, self._chain.state.usage)
-        if not self._input.session:
-            return await self._turn_within_budget(turn)
-        attributes = telemetry.agent_attributes(
-            self._agent.name, self._agent.model, conversation_id=workflow.info().workflow_id
+        """One turn within its wall-clock budget; its result goes to the `send` updates it answered."""
+        state, agent = self._chain.state, self._agent
+        turn = Turn.resumed(progress, agent, state.usage)
+        turn_span = telemetry.turn_span(
+            agent.name, agent.model, progress.number, session=self._input.session, ends_on=(ContinueAsNew,)
         )
-        with telemetry.span(
-            f"invoke_agent {self._agent.name}",
-            {**attributes, "stalwart.turn": progress.number},
-            ends_on=(ContinueAsNew,),
-        ) as span:
-            stop = await self._turn_within_budget(turn)
+        with turn_span as span:
+            state.turn = progress
+            self._visibility.status = "running"
+            if self._input.session and (
+                listed_waiting_while_open() or patches.active(patches.SESSION_RUNNING_AT_TURN_START)
+            ):
+                # The UI's current details say `running` from the message on. Sessions recorded between the two
+                # patches also listed `running` from here; those recorded before either published it only after
+                # the turn's first model call. A session recorded since records neither this marker nor its upsert.
+                self._visibility.publish()
+            state.answer = None
+            self._error = None
+            self._inbox.spending = turn.budget
+            max_seconds = agent.budgets.max_seconds
+            try:
+                stop = await deadlines.before(
+                    progress.deadline, self._turn_steps(turn), summary=f"budget max_seconds={max_seconds}"
+                )
+            except deadlines.DeadlineReached:
+                self._chain.close_open_steps(f"cancelled: wall-clock budget of {max_seconds:g}s reached")
+                stop = "max_seconds"
+                self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
+            state.turn = None
+            self._inbox.answer_turn(turn.result(stop, state.answer or "", self._error, self._chain.steps))
             spent = turn.budget.spent
             span.set_attributes(
                 telemetry.outcome_attributes(
@@ -193,33 +208,6 @@ class AgentWorkflow:
                 )
             )
             return stop
-
-    async def _turn_within_budget(self, turn: Turn) -> StopReason:
-        state = self._chain.state
-        state.turn = turn.progress
-        self._visibility.status = "running"
-        if self._input.session and (
-            listed_waiting_while_open() or patches.active(patches.SESSION_RUNNING_AT_TURN_START)
-        ):
-            # The UI's current details say `running` from the message on. Sessions recorded between the two
-            # patches also listed `running` from here; those recorded before either published it only after the
-            # turn's first model call. A session recorded since records neither this marker nor its upsert.
-            self._visibility.publish()
-        state.answer = None
-        self._error = None
-        self._inbox.spending = turn.budget
-        max_seconds = self._agent.budgets.max_seconds
-        try:
-            stop = await deadlines.before(
-                turn.progress.deadline, self._turn_steps(turn), summary=f"budget max_seconds={max_seconds}"
-            )
-        except deadlines.DeadlineReached:
-            self._chain.close_open_steps(f"cancelled: wall-clock budget of {max_seconds:g}s reached")
-            stop = "max_seconds"
-            self._budget_fired_at = turn.progress.deadline  # later than now only if no worker ran at the deadline
-        state.turn = None
-        self._inbox.answer_turn(turn.result(stop, state.answer or "", self._error, self._chain.steps))
-        return stop
 
     async def _turn_steps(self, turn: Turn) -> StopReason:
         """Steps until the turn has its answer, or a budget or a failed model call stops it."""

@@ -18,7 +18,7 @@ counted once however often its history is replayed.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from temporalio import workflow
@@ -63,6 +63,17 @@ def span(
         return
     with start(name, dict(attributes), ends_on) as opened:
         yield opened
+
+
+def turn_span(
+    agent: str, model: str, number: int, *, session: bool, ends_on: tuple[type[BaseException], ...]
+) -> AbstractContextManager[Span]:
+    """A session's turn as an `invoke_agent` span of its own, inside the session's span; a plain run's one turn
+    is the run's own span, so it gets none."""
+    if not session:
+        return nullcontext(NO_SPAN)
+    attributes = agent_attributes(agent, model, conversation_id=workflow.info().workflow_id)
+    return span(f"invoke_agent {agent}", {**attributes, "stalwart.turn": number}, ends_on=ends_on)
 
 
 def _count(name: str, description: str, attributes: Mapping[str, str], value: int = 1) -> None:
