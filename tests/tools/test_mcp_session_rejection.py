@@ -22,10 +22,11 @@ from activity_calls import call, describe
 from temporalio.exceptions import ApplicationError
 
 from stalwart.activities.tool_activities import ToolActivities
-from stalwart.contracts.agent import AgentSpec, McpHttpServer
+from stalwart.client.api import StalwartClient
+from stalwart.contracts.agent import AgentSpec, McpHttpServer, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.tools import ToolSpec
 from stalwart.workers.dev_server import free_port
-from stalwart.workers.worker import default_registry
+from stalwart.workers.worker import build_worker, default_registry
 
 from support.mcp_ts_server import executions, ts_mcp_server
 
@@ -151,3 +152,34 @@ async def test_server_that_refuses_the_new_session_too_is_asked_once_more_only(s
     # The listing's stale session was refused, so it opened one; the call found that one retired, opened one, and
     # asked once more on another.
     assert (listing_opened, call_opened) == (1, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", ANSWERS["argvalues"], ids=ANSWERS["ids"])
+async def test_run_after_a_server_restart_uses_the_tool_on_the_same_worker(
+    answer: int, tmp_path: Path, time_skipping_env, task_queue
+):
+    """Whole runs on one worker, as a user sees it: a run before the server restarts and one after both use the
+    tool, each running it once; no worker restart is needed."""
+    port, counts = free_port(), tmp_path / "runs.txt"
+
+    def agent(label: str) -> AgentSpec:
+        return AgentSpec(
+            name="ts",
+            mcp_servers=[McpHttpServer(name="ts", url=f"http://127.0.0.1:{port}/mcp")],
+            scripted=[
+                ScriptedReply(tool_calls=[ScriptedToolCall(name="count", arguments={"label": label})]),
+                ScriptedReply(text="done"),
+            ],
+        )
+
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        with ts_mcp_server(port, answer, counts):
+            before = await stalwart.run(agent("before"), "go")
+        with ts_mcp_server(port, answer, counts):
+            after = await stalwart.run(agent("after"), "go")
+    for result in (before, after):
+        steps = [step for step in result.steps if step.role == "tool"]
+        assert (result.stop_reason, [(s.error, s.result) for s in steps]) == ("done", [(None, "1")])
+    assert (executions(counts, "before"), executions(counts, "after")) == (1, 1)
