@@ -12,7 +12,12 @@ from stalwart.activities.context_window import model_window, summary_context
 from stalwart.activities.storage.config import ObjectStore
 from stalwart.activities.transcripts import TranscriptStore
 from stalwart.contracts.activities import ModelContext, ModelRequest
+from stalwart.contracts.errors import NotFound
 from stalwart.contracts.names import MODEL_ACTIVITY
+
+
+class ModelCallNotFound(NotFound):
+    """The chain's history holds no model call of the step asked for, or one that names no agent."""
 
 
 async def chain_histories(client: Client, workflow_id: str, run_id: str | None = None) -> list[WorkflowHistory]:
@@ -60,7 +65,7 @@ async def model_request_at(client: Client, histories: list[WorkflowHistory], ste
                     found = request
     if found is not None:
         return found
-    raise LookupError(f"no model call of step {step} in the history of {histories[-1].workflow_id}")
+    raise ModelCallNotFound(f"no model call of step {step} in the history of {histories[-1].workflow_id}")
 
 
 async def model_input_at(
@@ -76,7 +81,7 @@ async def model_input_at(
     static = request.context
     if static is None:
         if request.context_ref is None:
-            raise LookupError(f"the model call of step {step} names no agent")
+            raise ModelCallNotFound(f"the model call of step {step} names no agent")
         static = await transcripts.load_context(chain, request.context_ref)
     messages = [*await transcripts.read(request.transcript), *await transcripts.filled(chain, request.new_messages)]
     if request.summarize:

@@ -111,6 +111,10 @@ class DevServerExited(InfrastructureError, RuntimeError):
     """The dev server process ended while starting (most often: a port it needs was taken)."""
 
 
+class DevServerUnanswered(InfrastructureError, RuntimeError):
+    """The dev server started but did not answer in the time given; it is stopped."""
+
+
 @dataclass
 class DevServer:
     """A running `temporal server start-dev`, persisted to a SQLite file when `db_file` is given.
@@ -235,7 +239,7 @@ class DevServer:
             except Exception as err:
                 if loop.time() > deadline:
                     self.stop()
-                    raise RuntimeError(
+                    raise DevServerUnanswered(
                         f"the Temporal dev server did not answer on {self.address} within {timeout:g}s"
                     ) from err
                 await asyncio.sleep(0.1)

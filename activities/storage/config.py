@@ -29,7 +29,7 @@ from stalwart.activities.storage.objects import (
     ObjectNotFoundError,
     PrefixedObjectClient,
 )
-from stalwart.contracts.errors import ConfigurationError
+from stalwart.contracts.errors import ConfigurationError, MissingEncryptionKey
 
 STORAGE_VAR = "STALWART_STORAGE"
 ENDPOINT_VAR = "STALWART_S3_ENDPOINT_URL"
@@ -72,21 +72,21 @@ class StorageConfig:
 
     def __post_init__(self) -> None:
         if (self.local_root is None) == (self.s3_bucket is None):
-            raise ValueError("StorageConfig needs exactly one of local_root (a directory) or s3_bucket")
+            raise StorageSettingError("StorageConfig needs exactly one of local_root (a directory) or s3_bucket")
         if self.local_root is not None and not self.local_root.is_absolute():
-            raise ValueError(
+            raise StorageSettingError(
                 f"StorageConfig.local_root {str(self.local_root)!r} is relative: resolve it "
                 "(Path(...).resolve()) so every process finds the same directory"
             )
         if self.s3_bucket is not None and not _BUCKET_NAME.fullmatch(self.s3_bucket):
-            raise ValueError(
+            raise StorageSettingError(
                 f"S3 bucket name {self.s3_bucket!r} is not valid: use 3-63 lowercase letters, digits, '.' or '-', "
                 "starting and ending with a letter or digit"
             )
         if self.s3_prefix != self.s3_prefix.strip("/"):
             object.__setattr__(self, "s3_prefix", self.s3_prefix.strip("/"))
         if self.threshold_bytes < 0:
-            raise ValueError(f"threshold_bytes is {self.threshold_bytes}: use 0 (store every payload) or more")
+            raise StorageSettingError(f"threshold_bytes is {self.threshold_bytes}: use 0 (store every payload) or more")
 
     @property
     def is_local(self) -> bool:
@@ -314,7 +314,7 @@ class ObjectStore:
         if not is_sealed_object(data):
             return data
         if self._keyring is None:
-            raise ValueError(
+            raise MissingEncryptionKey(
                 f"stored object {key!r} is encrypted and this process has no keys: set {KEYS_VAR} "
                 "as the workers that wrote it have it"
             )

@@ -38,6 +38,14 @@ class ToolArgumentsError(UsageError):
     """The model's arguments do not fit the tool's signature."""
 
 
+class ToolDefinitionError(UsageError, ValueError):
+    """A tool defined or registered in a way that cannot work (a timeout out of range, two tools of one name)."""
+
+
+class ToolSignatureError(ToolDefinitionError, TypeError):
+    """A tool whose parameters cannot be described to a model (`*args`, `**kwargs`). Still a `TypeError`."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a running tool may want to know about its call.
@@ -131,7 +139,7 @@ def tool(
         ("heartbeat_timeout_seconds", heartbeat_timeout_seconds),
     ):
         if not (isinstance(seconds, int | float) and 0 < seconds <= MAX_SECONDS):  # also refuses nan and inf
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"@tool {label}={seconds!r}: give a number of seconds above 0 and at most {MAX_SECONDS:,} (5 years); "
                 "Temporal holds no longer timeout"
             )
@@ -176,7 +184,7 @@ class ToolRegistry:
     def register_kind(self, kind: str, handler: KindHandler) -> None:
         """Handle every tool of `kind` that has no handler under its own name."""
         if kind in self._kinds and self._kinds[kind] is not handler:
-            raise ValueError(f"kind {kind!r} already has a handler; register one handler per kind")
+            raise ToolDefinitionError(f"kind {kind!r} already has a handler; register one handler per kind")
         self._kinds[kind] = handler
 
     def kind_handler(self, kind: str) -> KindHandler | None:
@@ -185,7 +193,7 @@ class ToolRegistry:
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         registered = item if isinstance(item, Tool) else tool(item)
         if registered.name in self._tools and self._tools[registered.name] is not registered:
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"two tools are named {registered.name!r}; give one of them another name with @tool(name=...)"
             )
         self._tools[registered.name] = registered
@@ -225,7 +233,7 @@ def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> tuple[
             context_parameter = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(
+            raise ToolSignatureError(
                 f"tool {fn.__name__}: *args and **kwargs cannot be described to a model; name each parameter"
             )
         default = ... if param.default is inspect.Parameter.empty else param.default
