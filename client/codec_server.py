@@ -39,7 +39,7 @@ from temporalio.converter import PayloadCodec, StorageDriver, StorageDriverClaim
 
 from stalwart.activities.storage.config import DRIVER_NAME, StorageConfig, storage_driver
 from stalwart.activities.storage.encryption import KEYS_VAR, EncryptionCodec, Keyring
-from stalwart.contracts.errors import UsageError
+from stalwart.contracts.errors import ConfigurationError, UsageError
 
 TOKEN_VAR = "STALWART_CODEC_TOKEN"
 ORIGINS_VAR = "STALWART_CODEC_ORIGINS"
@@ -157,8 +157,8 @@ def service_from_env(origins: Sequence[str] | None = None) -> CodecService:
     """The service for this process's settings: keys, storage, token and origins from the environment."""
     keyring = Keyring.from_env()
     if keyring is None:
-        raise SystemExit(
-            f"error: the codec server needs the encryption keys: set {KEYS_VAR} (or STALWART_ENCRYPTION_KEY_FILE) "
+        raise ConfigurationError(
+            f"the codec server needs the encryption keys: set {KEYS_VAR} (or STALWART_ENCRYPTION_KEY_FILE) "
             "as for the workers"
         )
     if origins is None:
