@@ -6,6 +6,7 @@ Every problem is reported with the file, the field and what to do about it.
 from __future__ import annotations
 
 import difflib
+import json
 import tomllib
 import types
 from collections.abc import Mapping, Sequence
@@ -67,6 +68,8 @@ def _resolved(
     """An agent's data, written in the file `path`, with its relative paths made absolute and its sub-agent files
     read in. A value of the wrong shape is left as it is, for validation to say what is wrong with it."""
     servers, subs = data.get("mcp_servers"), data.get("sub_agents")
+    if isinstance(data.get("output"), dict):
+        data = {**data, "output": _output_schema_read(data["output"], path, field=".".join(map(str, (*at, "output"))))}
     if isinstance(servers, list):
         data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
     if isinstance(subs, list):
@@ -78,6 +81,39 @@ def _resolved(
             ],
         }
     return data
+
+
+def _output_schema_read(output: dict[str, Any], path: Path, *, field: str) -> dict[str, Any]:
+    """`[output]` with its `schema_file` (relative to the agent file `path`) read into `schema`, so a run's input
+    carries the schema itself; the file's path is kept, for the record."""
+    file = output.get("schema_file")
+    if "schema" in output and file is not None:
+        raise AgentFileError(f"{path}: field `{field}` sets both `schema` and `schema_file`; keep one of them")
+    if not isinstance(file, str):
+        return output
+    target = path.parent / file
+    if not target.is_file():
+        raise AgentFileError(
+            f"{path}: field `{field}.schema_file`: no JSON file {target} (it is relative to the agent file); "
+            "fix the path or create the file"
+        )
+    try:
+        with target.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise AgentFileError(f"{path}: field `{field}.schema_file`: {target} is over 10 MB, no output schema")
+        schema = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AgentFileError(
+            f"{path}: field `{field}.schema_file`: {target} is not JSON ({err}); write the JSON Schema there as JSON"
+        ) from None
+    except RecursionError:
+        raise AgentFileError(f"{path}: field `{field}.schema_file`: {target} nests too deeply to read") from None
+    except OSError as err:
+        raise AgentFileError(
+            f"{path}: field `{field}.schema_file`: {target} cannot be read ({err.strerror or err})"
+        ) from None
+    return {**output, "schema": schema}
 
 
 def _in_directory(server: Any, directory: Path) -> Any:

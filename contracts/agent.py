@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic_core import PydanticCustomError
 
 from stalwart.contracts.model import Contract
+from stalwart.contracts.output_schema import schema_of, schema_problems
 
 ActionFormat = Literal["native", "json", "fenced"]
 
@@ -520,6 +521,79 @@ class SubAgent(_Strict):
         return self
 
 
+MAX_OUTPUT_RETRIES = 10
+"""The most times a run asks the model again for an answer that did not validate against `[output]`."""
+MAX_SCHEMA_CHARS = 1_000_000
+"""The longest output schema (as JSON): it travels in every run's input and in every model request that carries the
+agent, and no provider takes a larger one."""
+
+
+class OutputSpec(_Strict):
+    """What the agent returns: a JSON value valid against `schema`, asked of the model the strongest way its provider
+    supports, validated by the run, and asked for again (with the errors) up to `retries` times.
+
+    In an agent file, `[output]` with the JSON Schema written as TOML tables (`[output.schema]`), or `schema_file`,
+    a JSON file relative to the agent file that the agent-file loader reads into `schema`: a run's input always
+    carries the schema itself, so its replay needs no file. In Python, `OutputSpec.for_type(Refund)` builds it from
+    any type pydantic can validate.
+    """
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
+    schema_: dict[str, Any] | None = Field(
+        None,
+        alias="schema",
+        description="The JSON Schema of the answer, inline (TOML tables in an agent file).",
+    )
+    schema_file: str | None = Field(
+        None,
+        description="A JSON file holding the schema, relative to the agent file; read into `schema` when it loads.",
+    )
+    retries: int = Field(
+        2,
+        ge=0,
+        le=MAX_OUTPUT_RETRIES,
+        description="How many times an answer that does not validate is sent back to the model with the errors.",
+    )
+    name: str = Field(
+        "final_result",
+        description="The final-answer tool's name, where a provider is given the schema as a tool.",
+    )
+    description: str = Field("", description="What the answer is, told to the model with the schema.")
+
+    @field_validator("name")
+    @classmethod
+    def _tool_name(cls, value: str) -> str:
+        return identifier(value, 64, " (it becomes a tool name)")
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            problems = schema_problems(value, longest=MAX_SCHEMA_CHARS)
+            if problems:
+                raise ValueError("not a JSON Schema Stalwart can validate: " + "; ".join(problems))
+        return value
+
+    @model_validator(mode="after")
+    def _has_schema(self) -> OutputSpec:
+        if self.schema_ is None:
+            raise ValueError(
+                "[output] needs the answer's JSON Schema: an `[output.schema]` table, or "
+                '`schema_file = "answer.schema.json"` (read by the agent-file loader; in Python, use '
+                "`OutputSpec.for_type(YourModel)`)"
+            )
+        return self
+
+    @classmethod
+    def for_type(cls, tp: Any, **settings: Any) -> OutputSpec:
+        """The output spec of a type pydantic can validate (a model, a dataclass, `list[int]` ...): its JSON Schema.
+
+        `settings` are the other fields (`retries`, `name`, `description`). Raises `OutputTypeError` for a type
+        pydantic builds no JSON Schema for."""
+        return cls.model_validate({**settings, "schema": schema_of(tp)})
+
+
 class AgentSpec(_Strict):
     """An agent: its instructions, its model, its tools and its budgets."""
 
@@ -580,6 +654,13 @@ class AgentSpec(_Strict):
     session: SessionSettings = Field(default_factory=SessionSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     loop: LoopSettings = Field(default_factory=LoopSettings)
+    output: OutputSpec | None = Field(
+        None,
+        description=(
+            "What the agent returns (`[output]`): a JSON value valid against a schema, in `AgentResult.output`; "
+            "unset, its answer is text."
+        ),
+    )
     extra: dict[str, Any] = Field(
         default_factory=dict,
         description=(
@@ -593,6 +674,14 @@ class AgentSpec(_Strict):
     @classmethod
     def _name_is_identifier(cls, value: str) -> str:
         return identifier(value, 64)
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _output_of_a_type(cls, value: Any) -> Any:
+        # `output=Refund` in Python: the type's JSON Schema, as `OutputSpec.for_type(Refund)` builds it.
+        if value is None or isinstance(value, dict | OutputSpec):
+            return value
+        return OutputSpec.for_type(value)
 
     @field_validator("tools")
     @classmethod

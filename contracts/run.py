@@ -7,9 +7,9 @@ run's record (`stalwart show`) needs none of the agent spec's contracts.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from stalwart.contracts.messages import StoredContent, Usage
 from stalwart.contracts.model import Contract
@@ -35,6 +35,7 @@ RunStatus = Literal[
 ]
 """`waiting`: a session between messages."""
 StepRole = Literal["user", "assistant", "tool"]
+_T = TypeVar("_T")
 
 
 class _AgentName(Contract):
@@ -181,6 +182,14 @@ class AgentResult(Contract):
     budget_fired_after_seconds: float | None = None
     """With stop reason `max_seconds`: when the wall-clock budget fired, in seconds after the start. The run
     stopped doing work then; `elapsed_seconds` is later when no worker was running at the deadline to record it."""
+    output: Any | None = None
+    """For an agent that declares `[output]`: the answer as the JSON value that validated against its schema (of
+    the turn, for a session's turn); `answer` keeps the model's text. None without `[output]`, or when no valid
+    answer came (`error` then says what did not validate)."""
+
+    def output_as(self, tp: type[_T]) -> _T:
+        """`output` as an instance of `tp` (a pydantic model, a dataclass, `list[int]` ...), validated by pydantic."""
+        return TypeAdapter(tp).validate_python(self.output)
 
 
 EventType = Literal[

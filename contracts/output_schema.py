@@ -1,0 +1,416 @@
+"""Typed output: the JSON Schema subset a run validates an agent's answer against, as pure functions.
+
+The answer is validated in the workflow itself (deterministic, no activity round trip), and no JSON Schema library
+is a dependency, so this module checks the keywords that say what a value is: `type` (and OpenAPI's `nullable`),
+`enum`, `const`, `properties`, `required`, `additionalProperties`, `items`, `prefixItems`, `anyOf`, `oneOf`,
+`allOf`, `not`, `$ref` to the schema's own `$defs`, and the bounds (`minimum` ... `multipleOf`, `minLength`,
+`maxLength`, `pattern`, `minItems`, `maxItems`, `uniqueItems`, `minProperties`, `maxProperties`). That covers what
+pydantic writes for a model. Annotations (`title`, `description`, `default`, `format` ...) are read and ignored,
+as JSON Schema says; a keyword that is none of these but close to one (`propertes`) is refused as a misspelling.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from typing import Any, TypeGuard
+
+from pydantic import PydanticUserError, TypeAdapter
+
+from stalwart.contracts.errors import UsageError
+
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SCHEMA_VALUES = ("items", "not", "additionalItems", "contains", "propertyNames", "if", "then", "else")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_ANNOTATIONS = (
+    "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$dynamicRef", "$vocabulary", "title", "description",
+    "default", "examples", "format", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+    "contentSchema", "discriminator", "unevaluatedProperties", "unevaluatedItems", "dependentRequired",
+    "dependencies", "maxContains", "minContains", "strict",
+)  # fmt: skip
+KEYWORDS = frozenset(
+    (
+        "type", "nullable", "enum", "const", "required", "additionalProperties", "uniqueItems", "pattern", "$ref",
+        *_SCHEMA_LISTS, *_SCHEMA_MAPS, *_SCHEMA_VALUES, *_COUNTS, *_BOUNDS, *_ANNOTATIONS,
+    )
+)  # fmt: skip
+MAX_SCHEMA_DEPTH = 64
+MAX_ERRORS = 20
+"""The most validation errors told to the model (and in a run's error) at once: enough to fix an answer."""
+
+
+class OutputTypeError(UsageError, TypeError):
+    """A type given as an agent's output that pydantic builds no JSON Schema for: give a model, a dataclass, or
+    another type pydantic validates."""
+
+
+def schema_of(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of a type pydantic can validate, or `OutputTypeError` saying why there is none."""
+    try:
+        return TypeAdapter(tp).json_schema()
+    except (PydanticUserError, TypeError, ValueError, NameError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise OutputTypeError(
+            f"{tp!r} cannot be an agent's output: pydantic builds no JSON Schema for it ({first}); use a pydantic "
+            "model, a dataclass, a TypedDict or a plain type such as `list[int]`"
+        ) from None
+
+
+# -- is it a schema? ------------------------------------------------------------
+
+
+def schema_problems(schema: Any, *, longest: int | None = None) -> list[str]:
+    """What makes `schema` no JSON Schema this module can validate against (empty when it is one)."""
+    if not isinstance(schema, dict):
+        return [f"a schema is a table (JSON object), not {_kind(schema)}"]
+    try:
+        size = len(json.dumps(schema, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        return [f"it holds a value JSON cannot write ({err})"]
+    except RecursionError:
+        return [f"it nests deeper than {MAX_SCHEMA_DEPTH} levels"]
+    if longest is not None and size > longest:
+        return [f"it is {size:,} characters of JSON, over the {longest:,} an output schema may take"]
+    problems: list[str] = []
+    _check(schema, "#", schema, problems, depth=0)
+    return problems[:MAX_ERRORS]
+
+
+def _check(schema: Any, at: str, root: dict[str, Any], problems: list[str], depth: int) -> None:
+    if isinstance(schema, bool):
+        return  # `true` accepts anything, `false` nothing
+    if not isinstance(schema, dict):
+        problems.append(f"`{at}` should be a schema (a table), not {_kind(schema)}")
+        return
+    if depth > MAX_SCHEMA_DEPTH:
+        problems.append(f"`{at}` nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        return
+    for key in schema:
+        if key not in KEYWORDS and not key.startswith("x-"):
+            close = difflib.get_close_matches(key, KEYWORDS, n=1, cutoff=0.8)
+            if close:
+                problems.append(f"`{at}`: `{key}` is no JSON Schema keyword; did you mean `{close[0]}`?")
+    kinds = schema.get("type")
+    if kinds is not None:
+        listed = kinds if isinstance(kinds, list) else [kinds]
+        for kind in listed:
+            if kind not in JSON_TYPES:
+                close = difflib.get_close_matches(str(kind), JSON_TYPES, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                problems.append(f"`{at}.type` = {kind!r} is no JSON type; {hint}use one of {', '.join(JSON_TYPES)}")
+    for key in ("enum", "required", *_SCHEMA_LISTS):
+        if key in schema and not isinstance(schema[key], list):
+            problems.append(f"`{at}.{key}` should be a list, not {_kind(schema[key])}")
+    if isinstance(schema.get("required"), list) and not all(isinstance(name, str) for name in schema["required"]):
+        problems.append(f"`{at}.required` should list property names (strings)")
+    for key in _COUNTS:
+        value = schema.get(key)
+        if key in schema and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.append(f"`{at}.{key}` should be a whole number, at least 0, not {value!r}")
+    for key in _BOUNDS:
+        value = schema.get(key)
+        draft4 = key.startswith("exclusive") and isinstance(value, bool)  # draft 4's boolean form
+        if key in schema and not draft4 and not _number(value):
+            problems.append(f"`{at}.{key}` should be a number, not {value!r}")
+    if "multipleOf" in schema and _number(schema["multipleOf"]) and schema["multipleOf"] <= 0:
+        problems.append(f"`{at}.multipleOf` should be above 0")
+    for key in ("nullable", "uniqueItems"):
+        if key in schema and not isinstance(schema[key], bool):
+            problems.append(f"`{at}.{key}` should be true or false, not {schema[key]!r}")
+    if "pattern" in schema:
+        try:
+            re.compile(schema["pattern"])
+        except (re.error, TypeError) as err:
+            problems.append(f"`{at}.pattern` is not a regular expression ({err})")
+    if "$ref" in schema and _resolve(schema["$ref"], root) is None:
+        problems.append(
+            f"`{at}.$ref` = {schema['$ref']!r} points nowhere in the schema; refer to `#/$defs/Name` of this schema"
+        )
+    for key in _SCHEMA_LISTS:
+        in_list = schema.get(key)
+        for n, item in enumerate(in_list if isinstance(in_list, list) else []):
+            _check(item, f"{at}.{key}[{n}]", root, problems, depth + 1)
+    for key in _SCHEMA_MAPS:
+        if key not in schema:
+            continue
+        if not isinstance(schema[key], dict):
+            problems.append(f"`{at}.{key}` should be a table of schemas, not {_kind(schema[key])}")
+            continue
+        for name, item in schema[key].items():
+            _check(item, f"{at}.{key}.{name}", root, problems, depth + 1)
+    for key in (*_SCHEMA_VALUES, "additionalProperties"):
+        if key in schema and not (key == "items" and isinstance(schema[key], list)):
+            _check(schema[key], f"{at}.{key}", root, problems, depth + 1)
+    if key := "items" if isinstance(schema.get("items"), list) else "":  # draft 4's tuple form
+        for n, item in enumerate(schema[key]):
+            _check(item, f"{at}.items[{n}]", root, problems, depth + 1)
+
+
+def _resolve(ref: Any, root: dict[str, Any]) -> Any:
+    """The schema a local `$ref` (`#`, `#/$defs/Name`, any JSON pointer into the schema) points to, or None."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    target: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target if isinstance(target, dict | bool) else None
+
+
+# -- does the answer fit it? ------------------------------------------------------
+
+
+def answer_value(text: str) -> tuple[Any, str | None]:
+    """The JSON value an answer's text holds (a ```json fence around it is taken off), or why it holds none."""
+    body = text.strip()
+    fenced = re.fullmatch(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        return json.loads(body), None
+    except json.JSONDecodeError as err:
+        shown = body[:60] + ("..." if len(body) > 60 else "")
+        return None, f"the answer is not JSON ({err.msg} at line {err.lineno} column {err.colno}): {shown!r}"
+    except RecursionError:
+        return None, "the answer's JSON nests too deeply to read"
+
+
+def validation_errors(value: Any, schema: dict[str, Any]) -> list[str]:
+    """Where and how `value` (a JSON value) breaks `schema`: at most MAX_ERRORS, empty when it is valid."""
+    errors: list[str] = []
+    try:
+        _validate(value, schema, "$", schema, errors)
+    except RecursionError:
+        errors.append("the answer nests too deeply to validate")
+    return errors[:MAX_ERRORS]
+
+
+def is_valid(value: Any, schema: Any, root: dict[str, Any]) -> bool:
+    errors: list[str] = []
+    _validate(value, schema, "$", root, errors)
+    return not errors
+
+
+def _validate(value: Any, schema: Any, at: str, root: dict[str, Any], errors: list[str]) -> None:
+    if len(errors) >= MAX_ERRORS:
+        return
+    if schema is True or schema == {}:
+        return
+    if schema is False:
+        errors.append(f"`{at}`: no value is allowed here")
+        return
+    if "$ref" in schema:
+        target = _resolve(schema["$ref"], root)
+        if target is not None:
+            _validate(value, target, at, root, errors)
+    if value is None and schema.get("nullable") is True:
+        return
+    kinds = schema.get("type")
+    if kinds is not None:
+        listed = kinds if isinstance(kinds, list) else [kinds]
+        if not any(_is_type(value, kind) for kind in listed):
+            errors.append(f"`{at}`: expected {' or '.join(map(str, listed))}, got {_kind(value)} {_shown(value)}")
+            return
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
+        errors.append(f"`{at}`: {_shown(value)} is not one of {_shown(schema['enum'])}")
+    if "const" in schema and not _same(value, schema["const"]):
+        errors.append(f"`{at}`: should be {_shown(schema['const'])}, not {_shown(value)}")
+    for sub in schema.get("allOf") or ():
+        _validate(value, sub, at, root, errors)
+    if schema.get("anyOf") and not any(is_valid(value, sub, root) for sub in schema["anyOf"]):
+        errors.append(f"`{at}`: {_shown(value)} matches none of the {len(schema['anyOf'])} allowed shapes")
+    if schema.get("oneOf"):
+        matched = sum(is_valid(value, sub, root) for sub in schema["oneOf"])
+        if matched != 1:
+            errors.append(f"`{at}`: {_shown(value)} matches {matched} of the shapes of `oneOf`, not exactly one")
+    if "not" in schema and is_valid(value, schema["not"], root):
+        errors.append(f"`{at}`: {_shown(value)} matches a shape that is not allowed")
+    if isinstance(value, str):
+        _validate_string(value, schema, at, errors)
+    elif _number(value):
+        _validate_number(value, schema, at, errors)
+    elif isinstance(value, list):
+        _validate_array(value, schema, at, root, errors)
+    elif isinstance(value, dict):
+        _validate_object(value, schema, at, root, errors)
+
+
+def _validate_string(value: str, schema: dict[str, Any], at: str, errors: list[str]) -> None:
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        errors.append(f"`{at}`: {len(value)} characters, fewer than the {schema['minLength']} required")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append(f"`{at}`: {len(value)} characters, more than the {schema['maxLength']} allowed")
+    if "pattern" in schema and re.search(schema["pattern"], value) is None:
+        errors.append(f"`{at}`: {_shown(value)} does not match the pattern {schema['pattern']!r}")
+
+
+def _validate_number(value: float, schema: dict[str, Any], at: str, errors: list[str]) -> None:
+    low, high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if "minimum" in schema and value < schema["minimum"]:
+        errors.append(f"`{at}`: {_shown(value)} is less than the minimum {schema['minimum']}")
+    elif low is True and "minimum" in schema and value == schema["minimum"]:  # draft 4: `minimum` made exclusive
+        errors.append(f"`{at}`: {_shown(value)} should be more than {schema['minimum']}")
+    if "maximum" in schema and value > schema["maximum"]:
+        errors.append(f"`{at}`: {_shown(value)} is more than the maximum {schema['maximum']}")
+    elif high is True and "maximum" in schema and value == schema["maximum"]:
+        errors.append(f"`{at}`: {_shown(value)} should be less than {schema['maximum']}")
+    if _number(low) and value <= low:
+        errors.append(f"`{at}`: {_shown(value)} should be more than {low}")
+    if _number(high) and value >= high:
+        errors.append(f"`{at}`: {_shown(value)} should be less than {high}")
+    step = schema.get("multipleOf")
+    if _number(step) and step > 0:
+        quotient = value / step
+        if not (math.isfinite(quotient) and abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))):
+            errors.append(f"`{at}`: {_shown(value)} is not a multiple of {step}")
+
+
+def _validate_array(value: list[Any], schema: dict[str, Any], at: str, root: dict[str, Any], errors: list[str]) -> None:
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        errors.append(f"`{at}`: {len(value)} items, fewer than the {schema['minItems']} required")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(f"`{at}`: {len(value)} items, more than the {schema['maxItems']} allowed")
+    if schema.get("uniqueItems") is True:
+        seen: list[Any] = []
+        for item in value:
+            if any(_same(item, other) for other in seen):
+                errors.append(f"`{at}`: {_shown(item)} is there more than once; items must be unique")
+                break
+            seen.append(item)
+    items = schema.get("items")
+    prefix = schema.get("prefixItems") or (items if isinstance(items, list) else [])
+    for n, item in enumerate(value):
+        if n < len(prefix):
+            _validate(item, prefix[n], f"{at}[{n}]", root, errors)
+        elif isinstance(items, dict | bool) and not (isinstance(items, bool) and prefix == [] and items):
+            _validate(item, items, f"{at}[{n}]", root, errors)
+
+
+def _validate_object(
+    value: dict[str, Any], schema: dict[str, Any], at: str, root: dict[str, Any], errors: list[str]
+) -> None:
+    properties = schema.get("properties") or {}
+    missing = [name for name in schema.get("required") or () if name not in value]
+    if missing:
+        errors.append(f"`{at}`: missing required propert{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}")
+    if "minProperties" in schema and len(value) < schema["minProperties"]:
+        errors.append(f"`{at}`: {len(value)} properties, fewer than the {schema['minProperties']} required")
+    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        errors.append(f"`{at}`: {len(value)} properties, more than the {schema['maxProperties']} allowed")
+    patterns = schema.get("patternProperties") or {}
+    extra = schema.get("additionalProperties", True)
+    for name, item in value.items():
+        where = f"{at}.{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"{at}[{json.dumps(name)}]"
+        matched = [sub for pattern, sub in patterns.items() if re.search(pattern, name)]
+        if name in properties:
+            _validate(item, properties[name], where, root, errors)
+        for sub in matched:
+            _validate(item, sub, where, root, errors)
+        if name not in properties and not matched:
+            if extra is False:
+                allowed = ", ".join(properties) or "none"
+                errors.append(f"`{at}`: property {name!r} is not allowed (allowed: {allowed})")
+            elif isinstance(extra, dict):
+                _validate(item, extra, where, root, errors)
+
+
+# -- what a provider may be told -------------------------------------------------
+
+
+def strict_compatible(schema: dict[str, Any]) -> bool:
+    """Whether OpenAI's strict structured outputs take `schema` as it is: every object closed
+    (`additionalProperties: false`) with all its properties required, and a root that is an object."""
+    if schema.get("type") != "object":
+        return False
+    todo: list[Any] = [schema]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, list):
+            todo.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "object" or "properties" in item:
+            properties = item.get("properties") or {}
+            if item.get("additionalProperties") is not False or set(item.get("required") or ()) != set(properties):
+                return False
+        for key in (*_SCHEMA_LISTS, *_SCHEMA_VALUES, "additionalProperties"):
+            todo.append(item.get(key))
+        for key in _SCHEMA_MAPS:
+            if isinstance(item.get(key), dict):
+                todo.extend(item[key].values())
+    return True
+
+
+# -- words -------------------------------------------------------------------------
+
+
+def _number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_type(value: Any, kind: Any) -> bool:
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return _number(value) and (isinstance(value, int) or float(value).is_integer())
+    if kind == "number":
+        return _number(value)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "object":
+        return isinstance(value, dict)
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: `true` is not `1`, `1` is `1.0`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _number(a) and _number(b):
+        return bool(a == b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    return bool(a == b)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
