@@ -13,7 +13,18 @@ from collections.abc import Iterable
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from stalwart.contracts.model import Contract
@@ -594,8 +605,32 @@ class OutputSpec(_Strict):
         return cls.model_validate({**settings, "schema": schema_of(tp)})
 
 
+class ToolFunctions(tuple[Any, ...]):
+    """The `@tool` functions an `AgentSpec` was given in Python, kept beside the names it stores.
+
+    Not part of what the agent is: a spec travels as JSON (names only), so two specs that differ only in these
+    are equal, and the spec of an agent file equals the same agent written in Python."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolFunctions)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def _is_tool_function(item: Any) -> bool:
+    """A function decorated with `@tool` (`stalwart.activities.tools.registry.Tool`), told by its shape: the
+    contracts import no other layer."""
+    return isinstance(getattr(item, "name", None), str) and callable(getattr(item, "spec", None)) and callable(item)
+
+
 class AgentSpec(_Strict):
     """An agent: its instructions, its model, its tools and its budgets."""
+
+    # In Python, `tools` may list the `@tool` functions themselves and `sub_agents` other `AgentSpec`s: the spec
+    # stores their names (a sub-agent inline), and keeps the functions so that `StalwartPlugin(agents=[...])`
+    # registers them on the worker (`tool_functions()`). Not in the docstring: that is the published schema's.
+    _tool_functions: ToolFunctions = PrivateAttr(default_factory=ToolFunctions)
 
     name: str = Field(description="Identifier of the agent: letters, digits, '-' and '_'.")
     description: str = ""
@@ -682,6 +717,48 @@ class AgentSpec(_Strict):
         if value is None or isinstance(value, dict | OutputSpec):
             return value
         return OutputSpec.for_type(value)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tools_given_as_functions(cls, data: Any, handler: ModelWrapValidatorHandler[AgentSpec]) -> AgentSpec:
+        # `tools=[lookup_order]`: the spec stores the name, and keeps the function for the worker's plugin.
+        functions: list[Any] = []
+        if isinstance(data, dict) and isinstance(data.get("tools"), list | tuple):
+            names: list[Any] = []
+            for item in data["tools"]:
+                if _is_tool_function(item):
+                    functions.append(item)
+                    names.append(item.name)
+                elif callable(item) and not isinstance(item, str):
+                    raise ValueError(
+                        f"tools: {getattr(item, '__name__', item)!r} is a function not decorated with @tool; "
+                        "decorate it (`from stalwart import tool`), or list the tool's name"
+                    )
+                else:
+                    names.append(item)
+            data = {**data, "tools": names}
+        spec = handler(data)
+        if functions:
+            spec._tool_functions = ToolFunctions(functions)
+        return spec
+
+    def tool_functions(self) -> list[Any]:
+        """The `@tool` functions this agent and its sub-agents (inline, at any depth) were given in Python."""
+        found: list[Any] = []
+        todo = [self]
+        while todo:
+            spec = todo.pop()
+            found.extend(spec._tool_functions)
+            todo.extend(sub.spec for sub in spec.sub_agents if sub.spec is not None)
+        return found
+
+    @field_validator("sub_agents", mode="before")
+    @classmethod
+    def _sub_agents_given_as_specs(cls, value: Any) -> Any:
+        # `sub_agents=[researcher]`: an inline sub-agent of that name, described as the agent describes itself.
+        if isinstance(value, list | tuple):
+            return [SubAgent(name=item.name, spec=item) if isinstance(item, AgentSpec) else item for item in value]
+        return value
 
     @field_validator("tools")
     @classmethod

@@ -15,6 +15,11 @@ ARCHIVE_STEPS_ACTIVITY = "archive_steps"
 """Activity: `ArchiveStepsRequest` -> `StepArchive`; the step log of a run that continues as new."""
 DESCRIBE_TOOLS_ACTIVITY = "describe_tools"
 RUN_TOOL_ACTIVITY = "run_tool"
+AGENT_RESULT_ACTIVITY = "agent_result"
+"""Activity: a run's workflow id -> its `AgentResult`; how a user's workflow awaits an agent run it did not start
+(`stalwart.workflow.get_agent`, after continuing as new)."""
+AGENT_SEND_ACTIVITY = "agent_send"
+"""Activity: (session id, message, update id) -> the turn's `AgentResult`; a workflow cannot send an update."""
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 
