@@ -34,6 +34,10 @@ class RunInput(Contract):
     )
     inputs: dict[str, Any] = Field(default_factory=dict)
     session: bool = False
+    deadline: datetime | None = None
+    """No call of this run may start or run past this instant (UTC), whatever its own `max_seconds`: the earliest
+    deadline of the runs that started it (a parent agent's, a user's workflow's). Continue-as-new copies the input
+    whole, so every run of the chain keeps it."""
 
     @model_validator(mode="after")
     def _goal_fits(self) -> RunInput:
