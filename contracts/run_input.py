@@ -140,6 +140,8 @@ class ChainState(Contract):
     turns: int = Field(0, ge=0)
     turn: TurnInProgress | None = None
     answer: str | None = None
+    output: Any = None
+    """The latest turn's answer as the JSON value that validated against `[output]` (typed output); None without."""
     tools: list[ToolSpec] | None = None
     """The tools as described when the chain began: the model sees the same list in every run. None until the
     first run has described them; continue-as-new always carries a list."""
@@ -170,3 +172,7 @@ class TurnInProgress(Contract):
     steps_taken: int = 0
     nudges: int = 0
     """Persistence prompts sent this turn (`[loop] persistence_nudges`)."""
+    output_retries: int = 0
+    """Answers sent back this turn for not validating against `[output]` (`[output] retries`)."""
+    output: Any = None
+    """The turn's answer as the JSON value that validated against `[output]` (typed output)."""

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.model_step import ModelFailed, ModelStep, truncated
     from stalwart.workflows.tool_calls import ToolCalls
     from stalwart.workflows.turns import Turn
+    from stalwart.workflows.typed_output import settle as settle_output
     from stalwart.workflows.visibility import Visibility, listed_waiting_while_open
 
 
@@ -257,6 +258,9 @@ class AgentWorkflow:
         if not reply.tool_calls and not state.queued and turn.nudged(self._agent, bool(state.tools), reply.text):
             state.unsent.append(Message(role="user", content=self._agent.loop.persistence_prompt))
             return None
+        if not reply.tool_calls and not state.queued and self._agent.output is not None:  # typed output
+            stop, self._error = settle_output(self._agent, self._chain, turn, reply.text)
+            return stop
         if not reply.tool_calls and not state.queued:
             state.answer = reply.text
             self._chain.steps[-1].final = True

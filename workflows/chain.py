@@ -119,6 +119,7 @@ class Chain:
             metrics=conversation.metrics(self.steps, state.metrics, elapsed),
             error=error,
             earlier=state.archives,
+            output=state.output,
             budget_fired_after_seconds=(
                 (budget_fired_at - state.started_at).total_seconds()
                 if stop == "max_seconds" and budget_fired_at is not None

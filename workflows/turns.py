@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
 def begin(state: ChainState, agent: AgentSpec, first_record: int) -> TurnInProgress:
     """The chain's next turn, starting now; its records begin at `first_record` in the step log."""
     state.turns += 1
+    state.output = None  # typed output: each turn has its own
     now = workflow.now()
     max_seconds = agent.budgets.max_seconds
     return TurnInProgress(
@@ -84,6 +85,7 @@ class Turn:
             elapsed_seconds=elapsed,
             metrics=conversation.metrics(own_steps, elapsed_seconds=elapsed),
             error=error,
+            output=progress.output,
             budget_fired_after_seconds=(
                 (progress.deadline - progress.started_at).total_seconds()
                 if stop == "max_seconds" and progress.deadline is not None
