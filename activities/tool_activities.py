@@ -92,8 +92,10 @@ class ToolActivities:
             raise ApplicationError(
                 f"agent {agent.name!r} lists tool(s) {', '.join(missing)} that this worker does not register "
                 f"(registered: {', '.join(self.registry.names()) or 'none'}). Start the worker with "
-                f"`stalwart worker --tools your.module` where the module defines them with @tool, "
-                f"or remove them from the agent file.",
+                f"`stalwart worker --tools your.module` where the module defines them with @tool, give the "
+                f"worker's plugin the agent whose tools are @tool functions (`StalwartPlugin(agents=[agent])`, "
+                f"`build_worker(client, agents=[agent])`) or the functions (`StalwartPlugin(tools=[...])`), "
+                f"or remove them from the agent.",
                 type=failure_types.UNKNOWN_TOOL,
                 non_retryable=True,
             )

@@ -26,6 +26,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from stalwart.activities import redacting, secrets
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
+from stalwart.activities.agent_runs import agent_result, agent_send
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.storage.converter import stalwart_converter
@@ -33,12 +34,13 @@ from stalwart.activities.streaming import HEARTBEAT_THROTTLE
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools import builtin
 from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.errors import UsageError
 from stalwart.workers import telemetry
 from stalwart.workflows import AgentWorkflow
 
 PLUGIN_NAME = "stalwart.StalwartPlugin"
-SHARED_MODULES = ("stalwart.contracts", "stalwart.workflows")
+SHARED_MODULES = ("stalwart.contracts", "stalwart.workflows", "stalwart.workflow")
 """Deterministic modules every workflow run shares (see `_share_deterministic_modules`)."""
 
 
@@ -55,6 +57,8 @@ class StalwartPlugin(SimplePlugin):
 
     Args:
         tools: Modules or functions decorated with `@tool`, registered beside the built-in tools.
+        agents: Agents (`AgentSpec`) whose tools were given as `@tool` functions, and their sub-agents': those
+            functions are registered, so the worker runs every tool these agents name.
         registry: A complete tool registry instead (then `tools` is added to it).
         models: The model activity with its SDK clients; tests pass one to share its clients.
         storage: Where payloads over the size threshold and conversations are kept; by default
@@ -76,6 +80,7 @@ class StalwartPlugin(SimplePlugin):
         self,
         *,
         tools: Iterable[ModuleType | Any] = (),
+        agents: Iterable[AgentSpec] = (),
         registry: ToolRegistry | None = None,
         models: ModelActivities | None = None,
         storage: StorageConfig | None = None,
@@ -94,6 +99,9 @@ class StalwartPlugin(SimplePlugin):
                 self.registry.register_module(extra)
             else:
                 self.registry.register(extra)
+        for agent in agents:
+            for function in agent.tool_functions():
+                self.registry.register(function)
         self.model_activities = models or ModelActivities()
         # One transcript store per worker: the model call reads a large result from the cache of the tool call that
         # stored it.
@@ -109,6 +117,8 @@ class StalwartPlugin(SimplePlugin):
                 self.tool_activities.run_tool,
                 a2a_describe,
                 a2a_delegate,
+                agent_result,
+                agent_send,
             ],
             workflow_runner=self._workflow_runner,
             interceptors=[

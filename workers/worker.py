@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,6 +14,7 @@ from temporalio.worker import Worker
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.tools.registry import ToolRegistry
+from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.errors import UsageError
 from stalwart.contracts.names import TASK_QUEUE
 from stalwart.workers.plugin import StalwartPlugin, default_tool_registry
@@ -30,8 +33,15 @@ class ToolModuleError(UsageError, ImportError):
 
 
 def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
-    """The built-in tools plus every `@tool` in the named modules (`package.module`)."""
+    """The built-in tools plus every `@tool` in the named modules (`package.module`).
+
+    A module in the current folder is found: the `stalwart` console script, unlike `python -m`, does not put
+    the folder it starts in on `sys.path`, so `stalwart dev --tools planner` would not find `planner.py`.
+    """
     registry = default_tool_registry()
+    tool_modules = list(tool_modules)
+    if tool_modules:
+        _current_folder_importable()
     for name in tool_modules:
         try:
             module = importlib.import_module(name)
@@ -44,10 +54,17 @@ def default_registry(tool_modules: Iterable[str] = ()) -> ToolRegistry:
     return registry
 
 
+def _current_folder_importable() -> None:
+    here = os.getcwd()
+    if not any(entry in ("", ".", here) for entry in sys.path):
+        sys.path.insert(0, here)
+
+
 def build_worker(
     client: Client,
     *,
     registry: ToolRegistry | None = None,
+    agents: Iterable[AgentSpec] = (),
     task_queue: str = TASK_QUEUE,
     models: ModelActivities | None = None,
     storage: StorageConfig | None = None,
@@ -58,12 +75,16 @@ def build_worker(
 ) -> Worker:
     """A worker that runs agents on `task_queue` with the tools of `registry`, through `StalwartPlugin`.
 
+    `agents`: agents whose tools were given as `@tool` functions (`AgentSpec(tools=[lookup_order])`); the worker
+    registers those functions too.
+
     Its MCP connections and model SDK clients live as long as the worker runs:
     they close (stopping stdio servers) when it shuts down. `allowed_env`, `tracer_provider`, `metrics_port`:
     see `StalwartPlugin` (`metrics_port` needs a client connected with `connect(metrics_port=...)`).
     """
     plugin = StalwartPlugin(
         registry=registry,
+        agents=agents,
         models=models,
         storage=storage,
         allowed_env=allowed_env,

@@ -1,0 +1,245 @@
+"""Agents as steps of your own workflow: `execute_agent` and `start_agent`, called from `@workflow.run`.
+
+    from stalwart.workflow import execute_agent
+
+    @workflow.defn
+    class OrderWorkflow:
+        @workflow.run
+        async def run(self, order: Order) -> str:
+            proposal = await execute_agent(refund_agent, f"Order {order.id}: {order.complaint}", output_type=Refund)
+            refund: Refund = proposal.output
+            ...
+
+The agent runs as a child workflow of Stalwart's agent workflow, with every guarantee a run started from a client
+has: its budgets, approvals, continue-as-new, search attributes and summaries in the UI. Your workflow stays
+sandboxed: this module imports only the SDK and Stalwart's contracts, which `StalwartPlugin` passes through.
+
+A workflow cannot read files: load an agent file outside it (in the worker at import time, or in the client that
+starts your workflow, passing the spec in its input) and give the `AgentSpec` here.
+
+What happens to the agent when your workflow
+- is cancelled: an agent it awaits is cancelled, keeps the steps it took and ends `cancelled`; with
+  `execute_agent` (and `start_agent(..., parent_close_policy=REQUEST_CANCEL)`) also when it awaits something else;
+- continues as new: an agent from `start_agent` (its policy `ABANDON` by default) keeps running; carry
+  `handle.id` into the next run and call `get_agent(id)` there to await it or talk to it;
+- has a deadline (`execution_timeout`, `run_timeout`): the agent's wall-clock budget ends there too, so its
+  model and tool calls stop when your workflow's time is up, and it ends `max_seconds` with its steps kept;
+- is replayed: the agent's result is in your workflow's history, as any child workflow's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Generator
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from stalwart.contracts import names
+    from stalwart.contracts.agent import MAX_SECONDS, MIN_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
+    from stalwart.contracts.run import AgentResult
+    from stalwart.contracts.run_input import RunInput, goal_problem, missing_goal
+    from stalwart.contracts.start_options import start_metadata
+
+__all__ = ["AgentHandle", "execute_agent", "get_agent", "start_agent"]
+
+T = TypeVar("T")
+
+INVALID_AGENT_CALL = "InvalidAgentCall"
+"""The failure type of an `execute_agent`/`start_agent` call that cannot start (no goal, a goal too long, a
+`require_approval` naming a tool the agent lacks): your workflow fails with it, or catches it."""
+_WAITING_HEARTBEAT = timedelta(seconds=30)
+_SEND_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5))
+
+
+class AgentHandle(Generic[T]):
+    """An agent run started from a workflow: await it for its `AgentResult`, or talk to it if it is a session.
+
+    `await handle` (or `await handle.result()`) returns the run's result, with `.output` an instance of the
+    `output_type` given at the start. A handle from `start_agent` waits on the child workflow itself; one from
+    `get_agent` (after your workflow continued as new) waits through an activity of `StalwartPlugin`, since a
+    workflow cannot await a run it did not start.
+    """
+
+    def __init__(self, id: str, output_type: type[T] | None, child: ChildWorkflowHandle[Any, Any] | None) -> None:
+        self.id = id
+        """The agent run's workflow id: carry it across continue-as-new and pass it to `get_agent`."""
+        self._output_type = output_type
+        self._child = child
+
+    def __await__(self) -> Generator[Any, Any, AgentResult]:
+        return self.result().__await__()
+
+    async def result(self) -> AgentResult:
+        """Wait for the run to end: its answer, stop reason, steps and usage, `.output` typed."""
+        if self._child is not None:
+            result: AgentResult = await self._child
+        else:
+            result = await workflow.execute_activity(
+                names.AGENT_RESULT_ACTIVITY,
+                self.id,
+                result_type=AgentResult,
+                start_to_close_timeout=timedelta(seconds=MAX_SECONDS),
+                heartbeat_timeout=_WAITING_HEARTBEAT,
+                summary=f"wait for agent run {self.id}"[:200],
+            )
+        if _cancelling():  # the run ended because this workflow is being cancelled: so is the caller
+            raise asyncio.CancelledError()
+        return typed(result, self._output_type)
+
+    async def message(self, text: str) -> None:
+        """Give a session (or a running run) a message without waiting; the model reads it at its next step."""
+        await self._signal("message", text)
+
+    async def send(self, text: str) -> AgentResult:
+        """Give a session a message and wait for the turn that answers it; returns that turn's result.
+
+        A workflow cannot send an update, so an activity of `StalwartPlugin` sends it (with an update id fixed by
+        this workflow, so a retried activity sends the message once)."""
+        result = await workflow.execute_activity(
+            names.AGENT_SEND_ACTIVITY,
+            args=[self.id, text, str(workflow.uuid4())],
+            result_type=AgentResult,
+            start_to_close_timeout=timedelta(seconds=MAX_SECONDS),
+            heartbeat_timeout=_WAITING_HEARTBEAT,
+            retry_policy=_SEND_RETRY,
+            summary=f"send a message to agent session {self.id}"[:200],
+        )
+        return typed(result, self._output_type)
+
+    async def close(self) -> None:
+        """End the session once the messages it already received are answered; then `result()` returns."""
+        await self._signal("close")
+
+    async def cancel(self) -> None:
+        """Cancel the run: it stops its model and tool calls, keeps its steps and ends `cancelled`."""
+        if self._child is not None:
+            self._child.cancel()
+        else:
+            await workflow.get_external_workflow_handle(self.id).cancel()
+
+    async def _signal(self, name: str, *args: Any) -> None:
+        if self._child is not None:
+            await self._child.signal(name, args=list(args))
+        else:
+            await workflow.get_external_workflow_handle(self.id).signal(name, args=list(args))
+
+
+async def execute_agent(
+    agent: AgentSpec,
+    goal: str,
+    *,
+    output_type: type[T] | None = None,
+    id: str | None = None,
+    inputs: dict[str, Any] | None = None,
+    task_queue: str | None = None,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.REQUEST_CANCEL,
+) -> AgentResult:
+    """Run `agent` on `goal` as a child workflow and return its `AgentResult`.
+
+    With `output_type` (a pydantic model, a dataclass, `list[int]`: any type pydantic validates), an agent that
+    declares no `output` is asked for one of that type, and the result's `.output` is an instance of it; it is
+    None when the run ended without a valid answer (`stop_reason` and `error` say why).
+
+    The run stops at your workflow's deadline, and is cancelled with your workflow (`parent_close_policy`).
+    A call that cannot start fails with an `ApplicationError` of type `InvalidAgentCall`.
+    """
+    handle = await start_agent(
+        agent,
+        goal,
+        output_type=output_type,
+        id=id,
+        inputs=inputs,
+        task_queue=task_queue,
+        parent_close_policy=parent_close_policy,
+    )
+    return await handle.result()
+
+
+async def start_agent(
+    agent: AgentSpec,
+    goal: str = "",
+    *,
+    output_type: type[T] | None = None,
+    id: str | None = None,
+    session: bool = False,
+    inputs: dict[str, Any] | None = None,
+    task_queue: str | None = None,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.ABANDON,
+) -> AgentHandle[T]:
+    """Start `agent` as a child workflow and return its handle at once (see `AgentHandle`).
+
+    With `session=True` the run stays open for messages (`handle.message`, `handle.send`, `handle.close`); its
+    goal, if any, is its first message. By default the run outlives a continue-as-new of your workflow
+    (`ParentClosePolicy.ABANDON`): it is still cancelled with your workflow while your workflow awaits it.
+    """
+    spec = agent
+    if output_type is not None and spec.output is None:
+        spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
+    spec = within_deadline(spec)
+    problem = missing_goal(goal, session=session) or goal_problem(goal, spec) or unknown_tool_names(spec)
+    if problem:
+        raise ApplicationError(problem, type=INVALID_AGENT_CALL, non_retryable=True)
+    parent = workflow.info().workflow_id
+    run_id = id or f"{parent}/{spec.name}-{workflow.uuid4().hex[:12]}"
+    child = await workflow.start_child_workflow(
+        names.WORKFLOW_TYPE,
+        RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session),
+        id=run_id,
+        result_type=AgentResult,
+        task_queue=task_queue or workflow.info().task_queue,
+        parent_close_policy=parent_close_policy,
+        **start_metadata(
+            spec,
+            goal or "session",
+            status="waiting" if session and not goal else "running",
+            by=f"workflow `{parent}`",
+        ),
+    )
+    return AgentHandle(run_id, output_type, child)
+
+
+def get_agent(id: str, *, output_type: type[T] | None = None) -> AgentHandle[T]:
+    """A handle on an agent run this workflow's chain started, by its id: after continue-as-new, say.
+
+    Awaiting it waits in an activity of `StalwartPlugin`; messages and `close` go as signals, `cancel` as a
+    cancellation request."""
+    return AgentHandle(id, output_type, None)
+
+
+def typed(result: AgentResult, output_type: type[T] | None) -> AgentResult:
+    """`result` with `.output` an instance of `output_type` (unchanged without one, or without an output)."""
+    if output_type is None or result.output is None:
+        return result
+    return result.model_copy(update={"output": result.output_as(output_type)})
+
+
+def within_deadline(spec: AgentSpec) -> AgentSpec:
+    """`spec` with its wall-clock budget ending no later than this workflow's own deadline, if it has one.
+
+    The deadline is this run's start plus its `run_timeout` or `execution_timeout` (after a continue-as-new the
+    execution's first start is not known here, so its timeout counts from this run's start: the agent may then
+    outlive your workflow, and is cancelled with it under `REQUEST_CANCEL`)."""
+    info = workflow.info()
+    ends = [info.workflow_start_time + limit for limit in (info.run_timeout, info.execution_timeout) if limit]
+    if not ends:
+        return spec
+    left = (min(ends) - workflow.now()).total_seconds()
+    own = spec.budgets.max_seconds
+    seconds = max(float(MIN_SECONDS), min(own if own is not None else math.inf, left))
+    if seconds >= (own if own is not None else MAX_SECONDS):  # no sooner than the agent's own (or any) budget
+        return spec
+    return spec.model_copy(update={"budgets": spec.budgets.model_copy(update={"max_seconds": seconds})})
+
+
+def _cancelling() -> bool:
+    """Whether the waiting task is being cancelled: the SDK asks the child to cancel and waits for its outcome,
+    which then arrives as usual."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -1,0 +1,79 @@
+"""A user's own sandboxed workflow runs an agent as a step: `stalwart.workflow.execute_agent` and `start_agent`."""
+
+from __future__ import annotations
+
+import uuid
+
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+from users_workflows import AskAgent, TalksToASession
+
+from stalwart import StalwartPlugin
+from stalwart.contracts import names
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.run import AgentResult
+
+WORKFLOWS = [AskAgent, TalksToASession]
+
+
+def calculator_agent() -> AgentSpec:
+    return AgentSpec(
+        name="calc",
+        tools=["calculator"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="calculator", arguments={"expression": "17*23"})]),
+            ScriptedReply(text="17*23 is 391."),
+        ],
+    )
+
+
+def _worker(client: Client, task_queue: str, **plugin: object) -> Worker:
+    return Worker(client, task_queue=task_queue, workflows=WORKFLOWS, plugins=[StalwartPlugin(**plugin)])  # type: ignore[arg-type]
+
+
+async def test_a_users_sandboxed_workflow_gets_the_agents_result(time_skipping_env: WorkflowEnvironment, task_queue):
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):
+        result = await client.execute_workflow(
+            AskAgent.run, args=[calculator_agent(), "What is 17*23?"], id=f"ask-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert isinstance(result, AgentResult)
+    assert (result.stop_reason, result.answer) == ("done", "17*23 is 391.")
+    assert [s.tool_name for s in result.steps if s.role == "tool"] == ["calculator"]
+
+
+async def test_the_agent_runs_as_a_child_listed_and_described_as_a_run(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    client = time_skipping_env.client
+    parent_id = f"ask-{uuid.uuid4()}"
+    async with _worker(client, task_queue):
+        await client.execute_workflow(
+            AskAgent.run, args=[calculator_agent(), "What is 17*23?"], id=parent_id, task_queue=task_queue
+        )
+        history = await client.get_workflow_handle(parent_id).fetch_history()
+        [started] = [
+            e.start_child_workflow_execution_initiated_event_attributes
+            for e in history.events
+            if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+        ]
+        child = client.get_workflow_handle(started.workflow_id)
+        described = await child.describe()
+        summary, details = await described.static_summary(), await described.static_details()
+    assert started.workflow_type.name == names.WORKFLOW_TYPE
+    assert started.workflow_id.startswith(f"{parent_id}/calc-")
+    assert described.typed_search_attributes.get(names.AGENT_NAME) == "calc"
+    assert described.typed_search_attributes.get(names.AGENT_STATUS) == "done"
+    assert summary == "calc: What is 17*23?"
+    assert f"started by workflow `{parent_id}`" in (details or "")
+
+
+async def test_a_workflow_talks_to_a_session_turn_by_turn(time_skipping_env: WorkflowEnvironment, task_queue):
+    agent = AgentSpec(name="chat", scripted=[ScriptedReply(text="first answer"), ScriptedReply(text="second answer")])
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):
+        answers = await client.execute_workflow(
+            TalksToASession.run, args=[agent, "one", "two"], id=f"talk-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert answers == ["first answer", "second answer", "closed"]
