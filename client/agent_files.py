@@ -69,7 +69,8 @@ def _resolved(
     read in. A value of the wrong shape is left as it is, for validation to say what is wrong with it."""
     servers, subs = data.get("mcp_servers"), data.get("sub_agents")
     if isinstance(data.get("output"), dict):
-        data = {**data, "output": _output_schema_read(data["output"], path, field=".".join(map(str, (*at, "output"))))}
+        _, here = _in_file(files, (*at, "output"))
+        data = {**data, "output": _output_schema_read(data["output"], path, field=".".join(map(str, here)))}
     if isinstance(servers, list):
         data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
     if isinstance(subs, list):
@@ -231,9 +232,14 @@ def _validated(data: dict[str, Any], files: dict[Location, str]) -> AgentSpec:
 
 def _described(files: dict[Location, str], item: Any) -> str:
     """One validation problem, told against the file that holds it and at its place in that file."""
-    loc = tuple(item["loc"])
+    source, loc = _in_file(files, tuple(item["loc"]))
+    return _describe(source, {**item, "loc": loc})
+
+
+def _in_file(files: dict[Location, str], loc: Location) -> tuple[str, Location]:
+    """The file that wrote the value at `loc` of the whole team's document, and where that file has it."""
     start = max((at for at in files if loc[: len(at)] == at), key=len)
-    return _describe(files[start], {**item, "loc": loc[len(start) :]})
+    return files[start], loc[len(start) :]
 
 
 def _describe(source: str, item: Any) -> str:

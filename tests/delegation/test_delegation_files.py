@@ -59,6 +59,14 @@ def test_a_problem_in_a_sub_agent_file_is_told_against_that_file_at_its_place_th
     )
 
 
+def test_a_missing_schema_file_of_a_sub_agent_file_is_named_as_that_file_writes_it(tmp_path):
+    child = write(tmp_path / "sub" / "child.toml", 'name = "child"\n[output]\nschema_file = "answer.json"\n')
+    lead = write(tmp_path / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "sub/child.toml"\n')
+    with pytest.raises(AgentFileError) as caught:
+        load_agent(lead)
+    assert str(caught.value).startswith(f"{child}: field `output.schema_file`: no JSON file")
+
+
 def test_a_sub_agent_file_names_itself_it_does_not_take_the_sub_agents_name(tmp_path):
     write(tmp_path / "child.toml", 'description = "Helps."\n')
     lead = write(tmp_path / "lead.toml", 'name = "lead"\n[[sub_agents]]\nname = "helper"\nfile = "child.toml"\n')
