@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import gc
 import importlib
-import importlib.util
 import os
 import statistics
 import time
@@ -59,11 +58,8 @@ from stalwart.workers.worker import build_worker
 
 KEY = "sk-bench-0123456789"
 OURS = "stalwart"
-PEERS = {
-    "openai-agents": ("bench.peer_openai_agents", ["agents", "temporalio.openai_agents"]),
-    "pydantic-ai": ("bench.peer_pydantic_ai", ["pydantic_ai.durable_exec.temporal"]),
-}
-"""Each peer's module here and the packages it needs (the `peers` extra installs them)."""
+PEERS = {"openai-agents": "bench.peer_openai_agents", "pydantic-ai": "bench.peer_pydantic_ai"}
+"""Each peer's module here: importing it imports what the peer needs (the `peers` extra installs it)."""
 FULL = {"calls": 20, "rounds": 7, "growth": [40, 200]}
 QUICK = {"calls": 5, "rounds": 2, "growth": [10, 20]}
 MB = 1024 * 1024
@@ -81,15 +77,16 @@ class Side:
     growth: dict[int, Run | str] = field(default_factory=dict)
 
 
-def missing(packages: list[str]) -> str | None:
-    """The first of `packages` that cannot be imported, if any."""
-    for package in packages:
-        try:
-            if importlib.util.find_spec(package) is None:
-                return package
-        except ModuleNotFoundError:  # its parent package is missing
-            return package
-    return None
+def load(module: str) -> ModuleType | str:
+    """A peer's module, or why it cannot be imported.
+
+    Importing it is the test: the package that `import agents` finds is not the OpenAI Agents SDK when that is not
+    installed and the repository's `agents/` folder is on the path (as a namespace package).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        return f"not installed ({err.name or err}): pip install -e '.[peers]'"
 
 
 def our_agent(base_url: str, model_calls: int) -> AgentSpec:
@@ -155,11 +152,12 @@ async def main(calls: int, rounds: int, growth: list[int], latency: float) -> No
     with fake_model.start(latency) as base_url, scratch_storage(unless_configured=True):
         os.environ[FAKE_MODEL_URL] = base_url  # read by the pydantic-ai agent's module as it is imported
         modules: dict[str, ModuleType] = {}
-        for name, (module, packages) in PEERS.items():
-            if absent := missing(packages):
-                skipped[name] = f"not installed ({absent}): pip install -e '.[peers]'"
+        for name, module in PEERS.items():
+            loaded = load(module)
+            if isinstance(loaded, str):
+                skipped[name] = loaded
             else:
-                modules[name] = importlib.import_module(module)
+                modules[name] = loaded
         async with DevServer(port=None, ui_port=None) as server, AsyncExitStack() as workers:
             assert server.process is not None
             stalwart = await StalwartClient.connect(server.address, task_queue=OUR_QUEUE)

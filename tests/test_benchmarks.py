@@ -8,6 +8,7 @@ only proves it works end to end (its figures at this size mean nothing, and no t
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -32,7 +33,11 @@ SMALLEST_RUNS = {
     "first_token": ["--samples", "2", "--pause", "0.01", "--poll", "0.02"],
     "cli_start": ["--repeat", "1"],
     "server_cost": ["--runs", "5", "--latency", "0.05", "--settle", "0"],
+    "peers": ["--calls", "2", "--rounds", "1", "--growth", "3"],
 }
+PEERS_INSTALLED = all(importlib.util.find_spec(name) for name in ("temporalio.openai_agents", "pydantic_ai"))
+"""The `peers` extra, which CI does not install: without it `bench.peers` measures Stalwart alone and its ratio is
+`none` (tested below)."""
 
 
 def test_every_benchmark_of_bench_is_run_here():
@@ -80,7 +85,13 @@ def test_a_benchmark_refuses_a_size_that_measures_nothing_before_starting_a_serv
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("benchmark", sorted(SMALLEST_RUNS))
+@pytest.mark.parametrize(
+    "benchmark",
+    [
+        pytest.param(name, marks=pytest.mark.skipif(name == "peers" and not PEERS_INSTALLED, reason="no peers extra"))
+        for name in sorted(SMALLEST_RUNS)
+    ],
+)
 def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
     ran = subprocess.run(
         [sys.executable, "-m", f"bench.{benchmark}", *SMALLEST_RUNS[benchmark]],
@@ -95,6 +106,27 @@ def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
     ratio = float(ratios[0])
     assert math.isfinite(ratio) and ratio > 0
     assert ran.stdout.rstrip().splitlines()[-1].startswith("ratio: "), "the ratio is the last line a reader sees"
+
+
+@pytest.mark.slow
+def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them():
+    hide_the_peers = (
+        "import runpy, sys; sys.modules.update(agents=None, pydantic_ai=None); "
+        "runpy.run_module('bench.peers', run_name='__main__', alter_sys=True)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", hide_the_peers, *SMALLEST_RUNS["peers"]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 0, f"bench.peers failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
+    rows = ran.stdout.rstrip().splitlines()
+    assert any(re.match(r" *stalwart: +[\d.]+ ms per step", row) for row in rows), ran.stdout
+    for peer in ("openai-agents", "pydantic-ai"):
+        assert any(re.match(rf" *{peer}: skipped, not installed .*pip install -e '\.\[peers\]'", row) for row in rows)
+    assert rows[-1] == "ratio: none (no peer installed: pip install -e '.[peers]')"
 
 
 @pytest.mark.slow
