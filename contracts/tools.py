@@ -23,6 +23,10 @@ class ToolSpec(Compact):
     kind: str = "function"
     side_effecting: bool = False
     requires_approval: bool = False
+    fast: bool = False
+    """Run as a Temporal local activity, inside the workflow's task: no round trip through the server, its result
+    recorded as a marker, at most `policies.FAST_TOOL_TIMEOUT` an attempt, no heartbeats. For quick pure functions
+    (a calculator); docs/agents-and-tools.md says what else it changes."""
     timeout_seconds: float = Field(300.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     heartbeat_timeout_seconds: float = Field(30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """How soon a silent (crashed) worker's call is retried elsewhere. It must outlast a server outage too: a call

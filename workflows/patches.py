@@ -30,6 +30,8 @@ MESSAGES_WAIT_OUT_A_SPENT_TURN = "messages-wait-out-a-spent-turn"
 """Messages that arrive during a turn that has spent its budget wait for the next turn."""
 SEARCH_ATTRIBUTE_COUNTERS_THROTTLED = "search-attribute-counters-throttled"
 """The step, token and cost counters are upserted at most every `policies.COUNTERS_EVERY`, not every step."""
+FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES = "fast-tools-run-as-local-activities"
+"""A tool marked fast (`ToolSpec.fast`, the calculator) runs as a local activity, not a full activity."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -40,6 +42,7 @@ ALL = (
     PERSISTENCE_NUDGE,
     MESSAGES_WAIT_OUT_A_SPENT_TURN,
     SEARCH_ATTRIBUTE_COUNTERS_THROTTLED,
+    FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

@@ -36,6 +36,11 @@ TOOL_RETRY = RetryPolicy(
     maximum_attempts=5,
 )
 
+FAST_TOOL_TIMEOUT = timedelta(seconds=5)
+"""An attempt of a fast tool (a local activity) at most: it runs inside the workflow's task, which it holds up."""
+FAST_TOOL_SCHEDULE_TO_CLOSE = timedelta(seconds=30)
+"""A fast tool's attempts together: its retries (`TOOL_RETRY`'s backoff) stay within the workflow's task too."""
+
 DESCRIBE_TIMEOUT = timedelta(seconds=60)
 DESCRIBE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),

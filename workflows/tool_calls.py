@@ -1,9 +1,9 @@
 """Tool calls: the tools the model is offered, and running the calls it chose.
 
 A step's calls run at most `max_parallel_tools` at once, and their results go back to the model in call order. A
-call runs as an activity, or as a sub-agent (`delegation.py`); one that needs a person's decision waits at the
-approval gate first. The thrash guard answers a repeated call of a tool without side effects with its earlier
-result instead of running it again.
+call runs as an activity (a local one for a fast tool), or as a sub-agent (`delegation.py`); one that needs a
+person's decision waits at the approval gate first. The thrash guard answers a repeated call of a tool without
+side effects with its earlier result instead of running it again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run import StepRecord
     from stalwart.contracts.run_input import RunInput
     from stalwart.contracts.tools import ToolSpec
-    from stalwart.workflows import conversation, deadlines, delegation, policies, telemetry
+    from stalwart.workflows import conversation, deadlines, delegation, patches, policies, telemetry
     from stalwart.workflows.approvals import ApprovalGate
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
@@ -157,19 +157,22 @@ class ToolCalls:
         if tool.kind == "agent":
             return await self._delegate(call, tool, turn.budget)
         deadline = turn.budget.deadline
-        start_to_close, schedule_to_close = deadlines.capped(deadline, timedelta(seconds=tool.timeout_seconds))
         chain_id, step = self._chain.state.chain_id, self._chain.state.step
+        request = ToolRequest(
+            call=call,
+            tool=tool.for_running(),
+            idempotency_key=conversation.call_key(workflow.info().workflow_id, chain_id, step, call.id),
+            run_inputs=self._input.inputs,
+            deadline=deadline,
+            chain_id=chain_id,
+        )
         try:
+            if tool.fast and patches.active(patches.FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES):
+                return await self._run_fast(request, tool)
+            start_to_close, schedule_to_close = deadlines.capped(deadline, timedelta(seconds=tool.timeout_seconds))
             return await workflow.execute_activity(
                 names.RUN_TOOL_ACTIVITY,
-                ToolRequest(
-                    call=call,
-                    tool=tool.for_running(),
-                    idempotency_key=conversation.call_key(workflow.info().workflow_id, chain_id, step, call.id),
-                    run_inputs=self._input.inputs,
-                    deadline=deadline,
-                    chain_id=chain_id,
-                ),
+                request,
                 result_type=ToolResult,
                 start_to_close_timeout=start_to_close,
                 schedule_to_close_timeout=schedule_to_close,
@@ -181,6 +184,26 @@ class ToolCalls:
             if deadlines.budget_over(err, deadline):
                 raise deadlines.DeadlineReached() from err
             return ToolResult.failure(call, message_unless_cancelled(err))
+
+    @staticmethod
+    async def _run_fast(request: ToolRequest, tool: ToolSpec) -> ToolResult:
+        """A fast tool as a local activity: the same activity run by this worker inside the workflow's task, its
+        result recorded as one marker instead of a scheduled activity's events and a round trip through the server.
+        Short timeouts only, capped at the run's deadline, and no heartbeats: it holds up the workflow's task."""
+        start_to_close, schedule_to_close = deadlines.capped(
+            request.deadline,
+            min(timedelta(seconds=tool.timeout_seconds), policies.FAST_TOOL_TIMEOUT),
+            policies.FAST_TOOL_SCHEDULE_TO_CLOSE,
+        )
+        return await workflow.execute_local_activity(
+            names.RUN_TOOL_ACTIVITY,
+            request,
+            result_type=ToolResult,
+            start_to_close_timeout=start_to_close,
+            schedule_to_close_timeout=schedule_to_close,
+            retry_policy=policies.TOOL_RETRY,
+            summary=f"tool {request.call.name}",
+        )
 
     async def _delegate(self, call: ToolCall, tool: ToolSpec, budget: Budget) -> ToolResult:
         """Run a sub-agent; what it may spend is held back from siblings of the same step until it ends."""

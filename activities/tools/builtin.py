@@ -94,7 +94,7 @@ def _evaluate(node: ast.AST) -> float:
     raise ValueError(f"unsupported expression {ast.unparse(node)!r}; use only {allowed}")
 
 
-@tool
+@tool(fast=True)  # microseconds of pure arithmetic: a full activity round trip would cost far more than the call
 def calculator(expression: str) -> float | int:
     """Evaluate an arithmetic expression exactly as written, without running any code.
 

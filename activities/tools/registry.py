@@ -74,6 +74,7 @@ class Tool:
     timeout_seconds: float = 300.0
     heartbeat_timeout_seconds: float = 30.0
     kind: str = "function"
+    fast: bool = False
 
     def spec(self) -> ToolSpec:
         schema = _parameters_schema(self.arguments)
@@ -86,6 +87,7 @@ class Tool:
             requires_approval=self.requires_approval,
             timeout_seconds=self.timeout_seconds,
             heartbeat_timeout_seconds=self.heartbeat_timeout_seconds,
+            fast=self.fast,
         )
 
     async def __call__(self, arguments: dict[str, Any], context: ToolContext) -> str:
@@ -131,8 +133,12 @@ def tool(
     timeout_seconds: float = 300.0,
     heartbeat_timeout_seconds: float = 30.0,
     kind: str = "function",
+    fast: bool = False,
 ) -> Any:
-    """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`."""
+    """Make a function an agent tool: `@tool` or `@tool(side_effecting=True, timeout_seconds=30)`.
+
+    `fast=True` runs it as a local activity, without a round trip through the server: for a quick function (well
+    under a second) that may run again (docs/agents-and-tools.md#fast-tools)."""
 
     for label, seconds in (
         ("timeout_seconds", timeout_seconds),
@@ -158,6 +164,7 @@ def tool(
             timeout_seconds=timeout_seconds,
             heartbeat_timeout_seconds=heartbeat_timeout_seconds,
             kind=kind,
+            fast=fast,
         )
 
     return wrap(function) if function is not None else wrap

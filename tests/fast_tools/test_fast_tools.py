@@ -1,0 +1,121 @@
+"""Issue 45, item 3: a tool marked fast (and the built-in calculator) runs as a local activity.
+
+Its call is one `MarkerRecorded` event in history instead of an activity's scheduled, started and completed
+events and a round trip through the server; the model reads its result, or its error, as it reads any tool's.
+"""
+
+from __future__ import annotations
+
+import json
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.worker import Replayer
+
+from stalwart.activities.tools import tool
+from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.names import RUN_TOOL_ACTIVITY
+from stalwart.workflows import AgentWorkflow
+
+
+@tool(fast=True)
+def halve(number: float) -> float:
+    """Half of a number.
+
+    Args:
+        number: What to halve.
+    """
+    if number < 0:
+        raise ValueError("only a number of 0 or more can be halved here")
+    return number / 2
+
+
+def agent(*calls: ScriptedToolCall, tools: list[str]) -> AgentSpec:
+    return AgentSpec(
+        name="fast-tools",
+        tools=tools,
+        scripted=[ScriptedReply(tool_calls=list(calls)), ScriptedReply(text="done")],
+    )
+
+
+def scheduled_tools(history) -> list[str]:
+    """The activity types a run's history scheduled as full activities."""
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+def markers(history) -> list[str]:
+    return [
+        e.marker_recorded_event_attributes.marker_name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+    ]
+
+
+async def test_the_calculator_runs_as_a_local_activity(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="calculator", arguments={"expression": "6*7"}), tools=["calculator"])
+    async with worker_with():
+        handle = await stalwart.start(spec, "compute")
+        result = await handle.result()
+        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+    assert result.steps[2].result == "42"
+    assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
+    assert "core_local_activity" in markers(history)
+
+
+async def test_a_tool_marked_fast_runs_as_a_local_activity(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="halve", arguments={"number": 9}), tools=["halve"])
+    async with worker_with(halve):
+        handle = await stalwart.start(spec, "halve 9")
+        await handle.result()
+        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+    assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
+    assert "core_local_activity" in markers(history)
+
+
+async def test_a_tool_not_marked_fast_still_runs_as_an_activity(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="echo", arguments={"text": "hi"}), tools=["echo"])
+    async with worker_with():
+        handle = await stalwart.start(spec, "echo")
+        await handle.result()
+        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+    assert RUN_TOOL_ACTIVITY in scheduled_tools(history)
+    assert "core_local_activity" not in markers(history)
+
+
+async def test_a_fast_tools_result_reaches_the_model(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="halve", arguments={"number": 9}), tools=["halve"])
+    async with worker_with(halve):
+        handle = await stalwart.start(spec, "halve 9")
+        await handle.result()
+        seen = await handle.model_input(2)
+    results = [r for m in seen.messages if m.role == "tool" for r in m.tool_results]
+    assert [(r.name, r.for_model()) for r in results] == [("halve", "4.5")]
+
+
+async def test_a_failing_fast_tools_error_reaches_the_model(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="halve", arguments={"number": -1}), tools=["halve"])
+    async with worker_with(halve):
+        handle = await stalwart.start(spec, "halve -1")
+        await handle.result()
+        seen = await handle.model_input(2)
+    (result,) = [r for m in seen.messages if m.role == "tool" for r in m.tool_results]
+    assert result.is_error
+    assert json.loads(result.for_model())["error"] == "ValueError: only a number of 0 or more can be halved here"
+
+
+async def test_a_run_with_a_fast_tool_replays(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="calculator", arguments={"expression": "2**10"}), tools=["calculator"])
+    async with worker_with():
+        handle = await stalwart.start(spec, "compute")
+        await handle.result()
+        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+    await Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER).replay_workflow(history)
+
+
+def test_a_fast_tools_spec_says_so_and_an_ordinary_ones_leaves_it_out_of_its_json():
+    assert halve.spec().fast
+    assert "fast" not in json.loads(tool(lambda: None, name="plain").spec().model_dump_json())
