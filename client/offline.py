@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.common import TypedSearchAttributes
 from temporalio.converter import DataConverter
@@ -43,6 +44,7 @@ class _Rebuilt:
         self.decided: set[str] = set()
         self.activities: dict[int, tuple[str, StepRecord | None]] = {}  # scheduled event id -> (type, its step)
         self.last_turn: tuple[int, datetime, list[ToolCall]] | None = None
+        self.notes: list[str] = []
         if run_input.carried is None and not run_input.session:
             self.steps.append(
                 StepRecord(step=0, role="user", content=run_input.goal, started_at=started_at, ended_at=started_at)
@@ -63,7 +65,10 @@ async def rebuild(
         run_input = ContinuedRunInput.model_validate({"agent": {"name": "invalid-input"}})
     rebuilt = _Rebuilt(run_input, events[0].event_time.ToDatetime().astimezone())
     for event in events:
-        await _apply(rebuilt, event, converter)
+        try:
+            await _apply(rebuilt, event, converter)
+        except Exception as err:  # a payload this process cannot read: the rest of the history still can be
+            rebuilt.notes.append(f"event {event.event_id}: {undecodable(err)}")
     status = search_attributes.get(names.AGENT_STATUS) or "running"
     carried = run_input.carried
     state = RunState(
@@ -77,6 +82,7 @@ async def rebuild(
         runs=(carried.runs + 1) if carried else 1,
         earlier=carried.archives if carried else [],
         offline=_why_unanswered(events),
+        notes=rebuilt.notes[-20:],
     )
     return state, _pending(rebuilt, search_attributes.get(names.AGENT_AWAITING_APPROVAL))
 
@@ -162,21 +168,54 @@ _ACTIVITY_ENDINGS = {
 
 
 async def _apply_message(rebuilt: _Rebuilt, event: HistoryEvent, at: datetime, converter: DataConverter) -> None:
-    """Messages a session received and decisions on waiting calls."""
+    """Messages a session received and decisions on waiting calls.
+
+    A signal is whatever its sender sent (another SDK, the `temporal` CLI): one the workflow could not use (not
+    one JSON string) is a note, as the workflow notes it, not a message."""
     if event.HasField("workflow_execution_signaled_event_attributes"):
         attributes = event.workflow_execution_signaled_event_attributes
-        if attributes.signal_name == "message" and attributes.input.payloads:
-            [text] = await converter.decode(list(attributes.input.payloads), [str])
-            rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
+        payloads = list(attributes.input.payloads)
+        if attributes.signal_name == "message":
+            text = await _decoded(converter, payloads, str) if len(payloads) == 1 else None
+            if isinstance(text, str) and not isinstance(text, Undecodable) and text.strip():
+                rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
+            else:
+                came = f"{len(payloads)} arguments" if len(payloads) != 1 else text or "an empty message"
+                rebuilt.notes.append(f"message signal ignored: it takes one JSON string; it got {came}")
     elif event.HasField("workflow_execution_update_accepted_event_attributes"):
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
         payloads = list(request.input.args.payloads)
         if request.input.name == "send" and payloads:
-            [text] = await converter.decode(payloads, [str])
-            rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
+            text = await _decoded(converter, payloads[:1], str)
+            rebuilt.steps.append(StepRecord(step=0, role="user", content=str(text), started_at=at, ended_at=at))
         elif request.input.name in ("approve", "reject") and payloads:
-            [decision] = await converter.decode(payloads, [ApprovalDecision])
-            rebuilt.decided.add(decision.call_id)
+            decision = await _decoded(converter, payloads[:1], ApprovalDecision)
+            if isinstance(decision, ApprovalDecision):
+                rebuilt.decided.add(decision.call_id)
+
+
+async def _decoded(converter: DataConverter, payloads: list[Payload], kind: type[Any]) -> Any:
+    """The value of one payload, or `undecodable(...)`'s placeholder saying why it cannot be read here."""
+    try:
+        [value] = await converter.decode(payloads, [kind])
+    except Exception as err:  # invalid JSON, a lone surrogate, an encoding or key this process does not have
+        return undecodable(err)
+    return value
+
+
+class Undecodable(str):
+    """The placeholder of a value that cannot be decoded here, told apart from text that reads the same."""
+
+
+def undecodable(err: BaseException) -> Undecodable:
+    """The placeholder shown for a value that cannot be decoded: `<undecodable payload: REASON>`."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    # pydantic says the type first ("1 validation error for str") and the problem on the next line
+    reason = (
+        lines[1].strip() if len(lines) > 1 and "validation error" in lines[0] else (lines or [type(err).__name__])[0]
+    )
+    reason = reason.split(" [type=")[0].encode("unicode_escape", "backslashreplace").decode("ascii")
+    return Undecodable(f"<undecodable payload: {reason[:200]}>")
 
 
 def _pending(rebuilt: _Rebuilt, awaiting: bool | None) -> list[PendingApproval]:

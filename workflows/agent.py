@@ -15,6 +15,7 @@ calls (`tool_calls.py`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,14 +25,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types, names
-    from stalwart.contracts.approvals import PendingApproval
     from stalwart.contracts.messages import Message
     from stalwart.contracts.model import build_contracts
     from stalwart.contracts.run import AgentResult, RunEvent, RunState, StopReason
     from stalwart.contracts.run_input import TurnInProgress, missing_goal
-    from stalwart.workflows import approvals, conversation, deadlines, patches, policies, telemetry, turns
+    from stalwart.workflows import approvals, arguments, conversation, deadlines, patches, policies, telemetry, turns
     from stalwart.workflows.approvals import ApprovalGate
-    from stalwart.workflows.arguments import NO_ARGUMENT, NO_INPUT, run_input
+    from stalwart.workflows.arguments import NO_INPUT, run_input
     from stalwart.workflows.chain import Chain, ContinueAsNew
     from stalwart.workflows.failures import innermost_message
     from stalwart.workflows.inbox import Inbox, message_text
@@ -289,8 +289,56 @@ class AgentWorkflow:
         return self._chain.result(stop, self._error, self._budget_fired_at)
 
     # -- queries, signals and updates -----------------------------------------
+    # Dynamic handlers, routed by name (`arguments.SIGNALS`, `UPDATES`, `QUERIES`): the SDK hands a dynamic handler
+    # whatever came, undecoded and however many. A handler with a signature is given arguments decoded by it: one
+    # argument too many failed every workflow task of the session, and one that did not decode was dropped unseen.
+    # A bad update is refused by the validator (no history event); a signal the run cannot use becomes a note.
 
-    @workflow.query
+    @workflow.query(dynamic=True, description="state, pending_approvals, events: arguments are ignored")
+    def _query(self, name: str, args: Sequence[RawValue]) -> Any:
+        if name == "state":
+            return self.state()
+        if name == "pending_approvals":  # tool calls waiting for a person's decision, with their arguments
+            return list(self._approvals.pending.values())
+        if name == "events":
+            return self.events()
+        raise arguments.unknown("query", name, arguments.QUERIES)
+
+    @workflow.signal(dynamic=True, description="message (the text, without waiting), close")
+    def _signal(self, name: str, args: Sequence[RawValue]) -> None:
+        try:
+            if name == "message":
+                self.message(message_text("message", args))
+            elif name == "close":  # arguments or not: the sender wants the session closed
+                self._inbox.close()
+            else:
+                raise arguments.unknown("signal", name, arguments.SIGNALS)
+        except ApplicationError as err:  # a signal has no answer: its sender is told nothing, the session shows it
+            note = f"{arguments.printable(name[:60])} signal ignored: {err.message}"[: arguments.NOTE_CHARS]
+            workflow.logger.warning("%s", note)
+            self._visibility.note(note)
+
+    @workflow.update(dynamic=True, description="send (the text; answers the turn's result), approve, reject, close")
+    async def _update(self, name: str, args: Sequence[RawValue]) -> Any:
+        if name == "send":
+            return await self.send(message_text("send", args))
+        if name in ("approve", "reject"):
+            decision = approvals.decision(name, arguments.only(args, handler=name, takes=arguments.DECISION_SHAPE))
+            self._approvals.decide(name == "approve", decision)  # the model reads a refusal as the call's result
+            return f"{'approved' if name == 'approve' else 'rejected'} {decision.call_id}"
+        self._inbox.close()  # `close`: the validator lets no other name through
+        return f"session {workflow.info().workflow_id} is closing"
+
+    @_update.validator
+    def _validate_update(self, name: str, args: Sequence[RawValue]) -> None:
+        if name == "send":
+            self._inbox.check_send(message_text("send", args))
+        elif name in ("approve", "reject"):
+            raw = arguments.only(args, handler=name, takes=arguments.DECISION_SHAPE)
+            self._approvals.require_pending(approvals.decision(name, raw))
+        elif name != "close":
+            raise arguments.unknown("update", name, arguments.UPDATES)
+
     def state(self) -> RunState:
         """The live step log, status and usage of the run (of the whole chain, across continue-as-new)."""
         state = self._chain.state
@@ -307,75 +355,27 @@ class AgentWorkflow:
             queued=len(state.queued),
             runs=state.runs + 1,
             earlier=state.archives,
+            notes=self._visibility.notes,
         )
 
-    @workflow.query
-    def pending_approvals(self) -> list[PendingApproval]:
-        """Tool calls waiting for a person's decision, with their arguments."""
-        return list(self._approvals.pending.values())
-
-    @workflow.query
     def events(self) -> list[RunEvent]:
-        """The run so far as memory events (docs/concepts.md)."""
+        """The run so far as memory events (docs/concepts.md), then the notes of what it could not use."""
         first_index = sum(archive.count for archive in self._chain.state.archives)
-        return conversation.events(self._chain.steps, first_index=first_index)
+        return conversation.events(self._chain.steps, first_index=first_index) + [
+            RunEvent(event_id=f"evt-note-{number}", timestamp=at, event_type="error", content=note)
+            for number, at, note in self._visibility.noted
+        ]
 
-    @workflow.update
-    def approve(self, raw: RawValue = NO_ARGUMENT) -> str:
-        """Let a waiting tool call run (an `ApprovalDecision`)."""
-        decision = approvals.decision("approve", raw)
-        self._approvals.decide(True, decision)
-        return f"approved {decision.call_id}"
-
-    @approve.validator
-    def _validate_approve(self, raw: RawValue = NO_ARGUMENT) -> None:
-        self._approvals.require_pending(approvals.decision("approve", raw))
-
-    @workflow.update
-    def reject(self, raw: RawValue = NO_ARGUMENT) -> str:
-        """Refuse a waiting tool call (an `ApprovalDecision`); the model reads the refusal as the call's result."""
-        decision = approvals.decision("reject", raw)
-        self._approvals.decide(False, decision)
-        return f"rejected {decision.call_id}"
-
-    @reject.validator
-    def _validate_reject(self, raw: RawValue = NO_ARGUMENT) -> None:
-        self._approvals.require_pending(approvals.decision("reject", raw))
-
-    @workflow.update
-    async def send(self, raw: RawValue = NO_ARGUMENT) -> AgentResult:
-        """Give the session a message (text); returns when the turn that read it ends, with that turn's result."""
-        text = message_text("send", raw)
+    async def send(self, text: str) -> AgentResult:
+        """Give the session a message; returns when the turn that read it ends, with that turn's result."""
         update = workflow.current_update_info()
         message_id = update.id if update is not None else str(workflow.uuid4())
         self._inbox.enqueue(message_id, text)
         return await self._inbox.answer_to(message_id)
 
-    @send.validator
-    def _validate_send(self, raw: RawValue = NO_ARGUMENT) -> None:
-        self._inbox.check_send(message_text("send", raw))
-
-    @workflow.signal
-    def message(self, raw: RawValue = NO_ARGUMENT) -> None:
-        """Give the run a message (text) without waiting; the model reads it at its next step."""
-        try:
-            text = message_text("message", raw)
-        except ApplicationError as err:  # a signal has no answer: its sender can be told nothing
-            workflow.logger.warning("message signal ignored: %s", err.message)
-            return
+    def message(self, text: str) -> None:
+        """Give the run a message without waiting; the model reads it at its next step."""
         problem = self._inbox.refusal(text, signalled=True)
         if problem is not None:
-            workflow.logger.warning("message signal ignored: %s", problem)
-            return
+            raise ApplicationError(problem)
         self._inbox.enqueue(f"signal-{workflow.uuid4()}", text)
-
-    @workflow.signal(name="close")
-    def close_signal(self) -> None:
-        """End the session once the messages already received are answered."""
-        self._inbox.close()
-
-    @workflow.update(name="close")
-    def close_update(self) -> str:
-        """End the session once the messages already received are answered."""
-        self._inbox.close()
-        return f"session {workflow.info().workflow_id} is closing"

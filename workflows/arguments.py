@@ -10,6 +10,7 @@ task forever; decoded by the workflow, the run fails at once, saying what is wro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from temporalio import workflow
@@ -32,10 +33,18 @@ DECISION_SHAPE = (
     'one argument, the decision as a JSON object: {"call_id": "...", "reason": "..." (optional), '
     '"reviewer": "..." (optional)}; `stalwart pending RUN_ID` lists the waiting call ids'
 )
+SIGNALS = ("message", "close")
+UPDATES = ("send", "approve", "reject", "close")
+QUERIES = ("state", "pending_approvals", "events")
+"""The names the run's handlers answer to: Stalwart's clients, other SDKs and the `temporal` CLI use these."""
+NOTE_CHARS = 500
+"""The longest note a refused signal leaves in the run (`Visibility.note`): what came is untrusted."""
+
 INVALID_ARGUMENT = failure_types.INVALID_ARGUMENT
 """The error type of a refused argument: not retryable, since the same argument is refused again."""
 
 _SHOWN_BYTES = 120
+_SHOWN_ARGUMENTS = 3
 
 NO_INPUT = RawValue(Payload())
 """What the run gets when it is started with no input at all."""
@@ -56,9 +65,32 @@ def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
         return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
 
 
+def only(args: Sequence[RawValue], *, handler: str, takes: str) -> RawValue:
+    """The argument of a handler that takes one, or an `ApplicationError` saying what came instead.
+
+    The workflow's handlers are dynamic: the SDK hands them whatever came, undecoded, however many (a handler
+    with a fixed signature failed every workflow task of the run on one argument too many)."""
+    if not args:
+        return NO_ARGUMENT
+    if len(args) > 1:
+        came = ", ".join(_shown(arg.payload) for arg in args[:_SHOWN_ARGUMENTS])
+        more = ", …" if len(args) > _SHOWN_ARGUMENTS else ""
+        raise _refused(f"`{handler}` takes {takes}; it got {len(args)} arguments: {came}{more}")
+    return args[0]
+
+
+def unknown(kind: str, name: str, known: Sequence[str]) -> ApplicationError:
+    """The refusal of a signal, update or query by a name the run has no handler for.
+
+    Worded as the SDK words it ("known queries: [...]"): the Temporal UI reads the names it offers from there."""
+    plural = "queries" if kind == "query" else f"{kind}s"
+    shown = printable(name[:_SHOWN_BYTES])
+    return _refused(f"this run has no {kind} named {shown!r}; known {plural}: [{' '.join(sorted(known))}]")
+
+
 def decoded(raw: RawValue, kind: type[_T], *, handler: str, takes: str) -> _T:
     """`raw` as `kind`, or an `ApplicationError` saying that `handler` takes `takes` and what came instead."""
-    if not raw.payload.metadata:
+    if not raw.payload.metadata and not raw.payload.data:
         raise _refused(f"`{handler}` takes {takes}; it got no argument")
     try:
         return workflow.payload_converter().from_payload(raw.payload, kind)
@@ -80,9 +112,15 @@ def _refused(message: str) -> ApplicationError:
 
 
 def _shown(payload: Payload) -> str:
-    """The start of what was sent, as text, for the refusal."""
-    encoding = payload.metadata.get("encoding", b"").decode(errors="replace")
+    """The start of what was sent, as printable text, for the refusal: what came is untrusted, so bytes that are
+    no text and characters a terminal would act on are shown escaped."""
+    encoding = printable(payload.metadata.get("encoding", b"").decode(errors="replace")[:_SHOWN_BYTES])
     if not encoding.startswith("json"):
-        return f"a payload encoded as {encoding or 'nothing known'}"
-    text = payload.data[:_SHOWN_BYTES].decode(errors="replace")
+        return f"a payload encoded as {encoding or 'nothing known'} ({len(payload.data):,} bytes)"
+    text = printable(payload.data[:_SHOWN_BYTES].decode(errors="backslashreplace"))
     return text + ("…" if len(payload.data) > _SHOWN_BYTES else "")
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (control characters, lone surrogates) escaped."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

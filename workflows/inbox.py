@@ -7,6 +7,7 @@ Queued messages and `closing` are chain state (`ChainState`): a session continue
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,8 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.visibility import Visibility
 
 
-def message_text(handler: str, raw: RawValue) -> str:
+def message_text(handler: str, args: Sequence[RawValue]) -> str:
     """The text a `send` update or `message` signal carries, or the error that says what it should be."""
+    raw = arguments.only(args, handler=handler, takes=arguments.MESSAGE_SHAPE)
     return arguments.decoded(raw, str, handler=handler, takes=arguments.MESSAGE_SHAPE)
 
 

@@ -21,6 +21,9 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows import patches, policies
     from stalwart.workflows.chain import Chain
 
+NOTES_KEPT = 20
+"""Notes a run keeps (`Visibility.note`): the latest, so a client sending junk in a loop cannot grow the state."""
+
 _COUNTERS = frozenset(key.name for key in (names.AGENT_STEPS, names.AGENT_TOKENS, names.AGENT_COST_USD))
 
 
@@ -48,6 +51,8 @@ class Visibility:
         self._chain = chain
         self._awaiting_approval = awaiting_approval
         self.status: RunStatus = "running"
+        self.noted: list[tuple[int, datetime, str]] = []
+        """What was sent to the run that it could not use (a signal it cannot read): number, time, note; newest last."""
         # A continued run upserts everything once.
         self._published = {} if chain.continued else _search_attributes_at_start()
         self._published_at: datetime | None = workflow.now() if self._published else None
@@ -60,6 +65,22 @@ class Visibility:
             workflow.upsert_search_attributes([key.value_set(current[key]) for key in changed])
             self._published.update({key.name: value for key, value in current.items()})
             self._published_at = workflow.now()
+        self._show_details()
+
+    def note(self, text: str) -> None:
+        """Keep `text`, something sent to the run that it could not use, where `state` and the UI show it.
+
+        Only the current details change: they are no history event, so a note leaves the history as it was
+        (a run recorded before notes replays as it ran). The last `NOTES_KEPT` notes are kept."""
+        number = self.noted[-1][0] + 1 if self.noted else 1
+        self.noted = [*self.noted, (number, workflow.now(), text)][-NOTES_KEPT:]
+        self._show_details()
+
+    @property
+    def notes(self) -> list[str]:
+        return [text for _, _, text in self.noted]
+
+    def _show_details(self) -> None:
         state, steps, agent = self._chain.state, self._chain.steps, self._input.agent
         last = steps[-1] if steps else None
         turns = f" · turn {state.turns}" if self._input.session else ""
@@ -71,6 +92,7 @@ class Visibility:
             f"**{agent.name}** · {self.status}{turns} · step {state.step} · "
             f"{state.usage.total_tokens} tokens\n\n{what}\n\n"
             f"last: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
+            + (f"\n\nnote: {self.notes[-1]}" if self.notes else "")
         )
 
     def approvals_changed(self, waiting: bool) -> None:
