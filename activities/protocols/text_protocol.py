@@ -9,11 +9,12 @@ calls, a request for the final answer, or a note about a malformed action.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from stalwart.activities.protocols import fenced, json_actions
 from stalwart.activities.protocols.prompts import agent_names, fenced_system_prompt, json_system_prompt
 from stalwart.activities.protocols.reading import Reading
+from stalwart.activities.providers import structured
 from stalwart.activities.providers.base import StreamingModelProvider
 from stalwart.activities.streaming import TurnObserver
 from stalwart.contracts.activities import ModelContext
@@ -51,7 +52,7 @@ class TextProtocol:
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
         acting = self.acts(context)
         gate = self._gate(observer) if acting else Passthrough(observer)
-        turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt), gate)
+        turn: AssistantTurn = await self.inner.complete(as_text(context, self._prompt, acting=acting), gate)
         if not acting:
             gate.finish(called_tools=False)
             return turn
@@ -66,9 +67,19 @@ class TextProtocol:
         )
 
 
-def as_text(context: ModelContext, prompt: Callable[[str, list[ToolSpec]], str]) -> ModelContext:
-    """The context as a text-only conversation, with the tools described in the system prompt."""
-    agent = context.agent.model_copy(update={"instructions": prompt(context.agent.instructions, context.tools)})
+def as_text(
+    context: ModelContext, prompt: Callable[[str, list[ToolSpec]], str], *, acting: bool = True
+) -> ModelContext:
+    """The context as a text-only conversation, with the tools described in the system prompt.
+
+    With typed output the prompt also gives the answer's schema; only a call whose reply is the answer (not read
+    for actions) asks the provider for it natively, as an action is no answer."""
+    update: dict[str, Any] = {"instructions": prompt(context.agent.instructions, context.tools)}
+    if context.agent.output is not None:
+        update["instructions"] += structured.instructions_note(context.agent.output)
+        if acting:
+            update["output"] = None
+    agent = context.agent.model_copy(update=update)
     agents = agent_names(context.tools)
     messages = [_as_text(m, agents) for m in context.messages]
     return context.model_copy(update={"agent": agent, "tools": [], "tools_enabled": False, "messages": messages})

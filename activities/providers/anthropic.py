@@ -11,12 +11,13 @@ from typing import Any, Literal
 
 import anthropic
 
-from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers import errors, structured, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
 from stalwart.activities.usage import reported, unreported
 from stalwart.contracts.activities import ModelContext
+from stalwart.contracts.agent import OutputSpec
 from stalwart.contracts.messages import AssistantTurn, Message, ToolCall, Usage
 
 RAW_KEY = "anthropic"
@@ -37,7 +38,7 @@ class AnthropicProvider:
         self.clients = clients
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        return await streamed_turn(
+        turn = await streamed_turn(
             self.endpoint,
             context.agent,
             self.clients,
@@ -46,6 +47,7 @@ class AnthropicProvider:
             lambda client: client.messages.create,
             lambda events, model, target: _fold(events, observer, model, target),
         )
+        return structured.answered(structured.asked(context), turn)
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
         """The keyword arguments of `messages.create`."""
@@ -64,7 +66,27 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in context.tools
             ]
             request["tool_choice"] = {"type": "auto" if context.tools_enabled else "none"}
+        if (output := structured.asked(context)) is not None:  # typed output
+            _ask_for_output(request, output, offers_tools=bool(context.tools) and context.tools_enabled)
         return request
+
+
+def _ask_for_output(request: dict[str, Any], output: OutputSpec, *, offers_tools: bool) -> None:
+    """Anthropic's structured output; for a schema it cannot take, the final-answer tool: forced when it is the
+    only tool offered, else offered beside the others for the model to call when it has the answer."""
+    try:  # the SDK's own rewrite of a schema into what its structured output takes (constraints into descriptions)
+        request["output_config"] = {
+            "format": {"type": "json_schema", "schema": anthropic.transform_schema(structured.sent_schema(output))}
+        }
+        return
+    except (ValueError, TypeError, KeyError):  # a schema it cannot take (no `type`): the final-answer tool
+        pass
+    final = structured.final_tool(output)
+    if offers_tools:
+        request["tools"] = [*request["tools"], final]
+    else:
+        request["tools"] = [final]
+        request["tool_choice"] = {"type": "tool", "name": output.name}
 
 
 def anthropic_messages(context: ModelContext) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import openai
 
-from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers import errors, structured, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
@@ -37,7 +37,7 @@ class OpenAIChatProvider:
         """Self-hosted servers know `max_tokens`, not OpenAI's newer `max_completion_tokens`."""
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        return await streamed_turn(
+        turn = await streamed_turn(
             self.endpoint,
             context.agent,
             self.clients,
@@ -46,6 +46,7 @@ class OpenAIChatProvider:
             lambda client: client.chat.completions.create,
             lambda events, model, target: _fold(events, observer, context.step, model, target),
         )
+        return structured.answered(structured.asked(context), turn)
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create`."""
@@ -69,6 +70,8 @@ class OpenAIChatProvider:
                 for t in context.tools
             ]
             request["tool_choice"] = "auto" if context.tools_enabled else "none"
+        if (output := structured.asked(context)) is not None:  # typed output
+            request["response_format"] = structured.chat_response_format(output)
         return request
 
 

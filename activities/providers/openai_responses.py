@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import openai
 
-from stalwart.activities.providers import errors, tool_arguments
+from stalwart.activities.providers import errors, structured, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
 from stalwart.activities.streaming import TurnObserver
@@ -42,7 +42,7 @@ class OpenAIResponsesProvider:
         self.clients = clients
 
     async def complete(self, context: ModelContext, observer: TurnObserver) -> AssistantTurn:
-        return await streamed_turn(
+        turn = await streamed_turn(
             self.endpoint,
             context.agent,
             self.clients,
@@ -51,6 +51,7 @@ class OpenAIResponsesProvider:
             lambda client: client.responses.create,
             lambda events, model, target: _fold(events, observer, model, target),
         )
+        return structured.answered(structured.asked(context), turn)
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
         """The keyword arguments of `responses.create`."""
@@ -77,6 +78,8 @@ class OpenAIResponsesProvider:
                 for t in context.tools
             ]
             request["tool_choice"] = "auto" if context.tools_enabled else "none"
+        if (output := structured.asked(context)) is not None:  # typed output
+            request["text"] = structured.responses_text(output)
         return request
 
 
