@@ -85,15 +85,17 @@ class RunHandle(RunReader):
         self._client = client
         self._handle = handle
 
-    async def result(self) -> AgentResult:
+    async def result(self, *, output_type: Any = None) -> AgentResult:
         """Wait for the run to end and return its answer, stop reason and whole step log.
 
+        With `output_type` (a pydantic model, a dataclass, `list[int]` ...), an agent with `[output]` gives its
+        `output` as an instance of that type (`AgentResult.output_as`); it stays None when the run gave none.
         Raises `RunEndedInError` (a `RunFailed`, and the SDK's `WorkflowFailureError`) if the run ended failed."""
         try:
             ended = await self._handle.result()
         except WorkflowFailureError as failure:
             raise RunEndedInError(failure) from failure.cause
-        return await self._joined(ended)
+        return typed(await self._joined(ended), output_type)
 
     async def describe(self) -> RunDescription:
         described = await self._handle.describe()
@@ -232,16 +234,18 @@ class SessionClosed(RunFailed, RuntimeError):
 class SessionHandle(RunHandle):
     """A session: a run that stays open and answers each message as one turn."""
 
-    async def send(self, message: str) -> AgentResult:
-        """Send a message and wait for the turn that reads it to end; that turn's result.
+    async def send(self, message: str, *, output_type: Any = None) -> AgentResult:
+        """Send a message and wait for the turn that reads it to end; that turn's result (its `output` an instance
+        of `output_type` when given, as `RunHandle.result` gives it).
 
         Raises `WorkflowUpdateFailedError` naming the problem when the session refuses the
         message (empty, too long, or the session is closed).
         """
         try:
-            return await _retrying_while_continuing(
+            turn = await _retrying_while_continuing(
                 lambda: self._handle.execute_update("send", message, result_type=AgentResult)
             )
+            return typed(turn, output_type)
         except WorkflowUpdateFailedError:
             raise
         except RPCError as err:
@@ -261,6 +265,14 @@ class SessionHandle(RunHandle):
         """End the session once the messages already received are answered; its final result."""
         await self._handle.execute_update("close", result_type=str)
         return await self.result()
+
+
+def typed(result: AgentResult, output_type: Any) -> AgentResult:
+    """`result` with its typed output as an instance of `output_type`: validated by pydantic, so a value that does
+    not fit the type raises its `ValidationError`. Unchanged without a type or without an output."""
+    if output_type is None or result.output is None:
+        return result
+    return result.model_copy(update={"output": result.output_as(output_type)})
 
 
 def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
@@ -323,10 +335,15 @@ class StalwartClient:
         return RunHandle(self.temporal, handle, self.ui_url)
 
     async def run(
-        self, agent: AgentSpec | str | Path, goal: str, *, inputs: dict[str, Any] | None = None
+        self,
+        agent: AgentSpec | str | Path,
+        goal: str,
+        *,
+        inputs: dict[str, Any] | None = None,
+        output_type: Any = None,
     ) -> AgentResult:
-        """Start a run and wait for its result."""
-        return await (await self.start(agent, goal, inputs=inputs)).result()
+        """Start a run and wait for its result (its `output` an instance of `output_type` when given)."""
+        return await (await self.start(agent, goal, inputs=inputs)).result(output_type=output_type)
 
     def get(self, run_id: str) -> RunHandle:
         """A handle on an existing run."""
