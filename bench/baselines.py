@@ -122,6 +122,21 @@ class TypedStepsWorkflow:
         return turns
 
 
+@workflow.defn(name="BareLocalToolSteps")
+class BareLocalToolStepsWorkflow:
+    """`BareStepsWorkflow` with its tool no-ops as local activities: the floor of a step whose tool is fast, what
+    the SDK gives any workflow that runs a quick function inside its task."""
+
+    @workflow.run
+    async def run(self, turns: int) -> int:
+        await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        for _ in range(turns):
+            await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+            await workflow.execute_local_activity(noop, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        return turns
+
+
 @workflow.defn(name="BareSession")
 class BareSessionWorkflow:
     """A session's shape with nothing in it: each message, taken by update, is `calls` pairs of a model and a
@@ -294,6 +309,7 @@ WORKFLOWS = [
     BareStepsWorkflow,
     UnsandboxedBareStepsWorkflow,
     TypedStepsWorkflow,
+    BareLocalToolStepsWorkflow,
     BareSessionWorkflow,
     BareLatencyStepsWorkflow,
     BareLatencyStepsWithWorkflow,

@@ -9,8 +9,10 @@ every activity of ours has, so "ours over typed" is what our own code adds beyon
 such activity, less what leaving the sandbox saves (bench/README.md has the split). The baselines run in the
 SDK's sandbox, its default, and `AgentWorkflow` does not (workflows/agent.py says why); "unsandboxed" is the
 bare workflow outside it too, so "ours over bare outside the sandbox" leaves what the sandbox costs out of the
-comparison. All run one at a time, interleaved, on one fresh in-memory dev server; the first run of each is a
-warm-up. A step is one turn.
+comparison. "ours fast" calls the built-in `calculator`, a fast tool run as a local activity, instead of `echo`:
+`fast tool ratio` is its step over the bare step (a model and a tool activity), and "bare local" is the bare
+workflow with its tool no-ops as local activities, the floor of such a step. All run one at a time, interleaved,
+on one fresh in-memory dev server; the first run of each is a warm-up. A step is one turn.
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
 """
@@ -26,7 +28,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.baselines import BareSessionWorkflow, BareStepsWorkflow, TypedStepsWorkflow, UnsandboxedBareStepsWorkflow
+from bench.baselines import (
+    BareLocalToolStepsWorkflow,
+    BareSessionWorkflow,
+    BareStepsWorkflow,
+    TypedStepsWorkflow,
+    UnsandboxedBareStepsWorkflow,
+)
 from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
 from bench.options import count
 from stalwart.client.api import StalwartClient
@@ -41,6 +49,21 @@ def echo_agent(turns: int) -> AgentSpec:
     return AgentSpec(
         name="bench-steps",
         tools=["echo"],
+        budgets=Budgets(max_steps=turns + 1),
+        scripted=[*replies, ScriptedReply(text="done")],
+    )
+
+
+def calculator_agent(turns: int) -> AgentSpec:
+    """`echo_agent` with the built-in `calculator`, a fast tool, in place of `echo`: each step's tool call is a
+    local activity, not a round trip through the server."""
+    replies = [
+        ScriptedReply(tool_calls=[ScriptedToolCall(name="calculator", arguments={"expression": f"{n} + 1"})])
+        for n in range(turns)
+    ]
+    return AgentSpec(
+        name="bench-fast-steps",
+        tools=["calculator"],
         budgets=Budgets(max_steps=turns + 1),
         scripted=[*replies, ScriptedReply(text="done")],
     )
@@ -103,12 +126,21 @@ session costs from what each turn (the message's update and its result) costs.""
 
 async def main(turns: int, repeat: int) -> None:
     agent = echo_agent(turns)
+    fast_agent = calculator_agent(turns)
     long_turns = max(turns // 4, 3)
     sessions = {
         1: (turns, session_agent(turns)),
         LONG_TURN_CALLS: (long_turns, session_agent(long_turns, LONG_TURN_CALLS)),
     }
-    results: dict[str, list[Run]] = {"ours": [], "bare": [], "unsandboxed": [], "bare+query": [], "typed": []}
+    results: dict[str, list[Run]] = {
+        "ours": [],
+        "bare": [],
+        "unsandboxed": [],
+        "bare+query": [],
+        "typed": [],
+        "ours fast": [],
+        "bare local": [],
+    }
     session_turns: dict[tuple[str, int], list[float]] = {(s, c): [] for s in ("ours", "bare") for c in sessions}
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
@@ -118,6 +150,8 @@ async def main(turns: int, repeat: int) -> None:
                 "unsandboxed": await run_bare(stalwart, UnsandboxedBareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
                 "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
+                "ours fast": await run_ours(stalwart, fast_agent, "calculate until done"),
+                "bare local": await run_bare(stalwart, BareLocalToolStepsWorkflow.run, turns),
             }
             round_of_sessions = {}
             for calls, (count, session) in sessions.items():
@@ -167,6 +201,13 @@ async def main(turns: int, repeat: int) -> None:
         f"ours over bare in each measured round, sorted: {', '.join(f'{r:.2f}' for r in rounds)} (the spread is this "
         f"machine's noise: a ratio within it of 1.15 has not settled which side of the target it is on)"
     )
+    fast = per_step_ms(results["ours fast"], turns)
+    print(
+        f"a step whose tool is fast (calculator, a local activity): ours {fast:.1f} ms, bare with a local activity "
+        f"{per_step_ms(results['bare local'], turns):.1f} ms, ours with echo {per_step_ms(results['ours'], turns):.1f} "
+        "ms"
+    )
+    print(f"fast tool ratio: {fast / per_step_ms(results['bare'], turns):.2f}")
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
 
