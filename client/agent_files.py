@@ -114,6 +114,11 @@ def _output_schema_read(output: dict[str, Any], path: Path, *, field: str) -> di
         raise AgentFileError(
             f"{path}: field `{field}.schema_file`: {target} cannot be read ({err.strerror or err})"
         ) from None
+    if not isinstance(schema, dict):
+        raise AgentFileError(
+            f"{path}: field `{field}.schema_file`: {target} holds a JSON {type(schema).__name__}, not a JSON Schema "
+            "(a JSON object such as {\"type\": \"object\", \"properties\": {...}})"
+        )
     return {**output, "schema": schema}
 
 

@@ -577,9 +577,9 @@ class OutputSpec(_Strict):
     def _tool_name(cls, value: str) -> str:
         return identifier(value, 64, " (it becomes a tool name)")
 
-    @field_validator("schema_")
+    @field_validator("schema_", mode="before")
     @classmethod
-    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _valid_schema(cls, value: Any) -> Any:
         if value is not None:
             problems = schema_problems(value, longest=MAX_SCHEMA_CHARS)
             if problems:

@@ -55,6 +55,12 @@ async def check(args: argparse.Namespace) -> int:
             raise AgentFileError(f"{args.agent}: {unknown}")
     print(spec.model_dump_json(indent=2, exclude_defaults=True))
     print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
+    if spec.output is not None:  # typed output: the schema is `output.schema` above
+        print(
+            f"output: a JSON value that fits `output.schema` above, asked for again up to {spec.output.retries} "
+            "time(s) when it does not",
+            file=sys.stderr,
+        )
     if lines:
         print("tools the model sees:", file=sys.stderr)
         for line in lines:
