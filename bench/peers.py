@@ -46,6 +46,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from temporalio.client import Client
+
 from bench import fake_model
 from bench.concurrency import process_cpu_seconds
 from bench.fake_model import FAKE_MODEL_URL, KEY_ENV
@@ -67,10 +69,10 @@ MB = 1024 * 1024
 
 @dataclass
 class Side:
-    """One way of running the agent: `run(n)` runs it to its answer with n tool calls and returns the workflow id."""
+    """One way of running the agent: `run(n, id)` runs it to its answer with n tool calls, as workflow `id`."""
 
     name: str
-    run: Callable[[int], Awaitable[str]]
+    run: Callable[[int, str], Awaitable[None]]
     runs: list[Run] = field(default_factory=list)
     cpu: float = 0.0
     server_cpu: float = 0.0
@@ -101,44 +103,53 @@ def our_agent(base_url: str, model_calls: int) -> AgentSpec:
     )
 
 
-def ours(stalwart: StalwartClient, base_url: str) -> Callable[[int], Awaitable[str]]:
-    async def run(calls: int) -> str:
-        handle = await stalwart.start(our_agent(base_url, calls + 1), fake_model.prompt(calls))
+def ours(stalwart: StalwartClient, base_url: str) -> Callable[[int, str], Awaitable[None]]:
+    async def run(calls: int, workflow_id: str) -> None:
+        handle = await stalwart.start(our_agent(base_url, calls + 1), fake_model.prompt(calls), run_id=workflow_id)
         result = await handle.result()
         if result.stop_reason != "done" or result.answer != fake_model.ANSWER:
             raise RuntimeError(f"the Stalwart run stopped with {result.stop_reason}: {result.error or result.answer}")
-        return handle.run_id
 
     return run
 
 
-def peer(stalwart: StalwartClient, module: ModuleType, client: object) -> Callable[[int], Awaitable[str]]:
-    async def run(calls: int) -> str:
-        workflow_id = f"{module.NAME}-{uuid.uuid4().hex[:12]}"
-        await client.execute_workflow(  # type: ignore[attr-defined]
+def peer(module: ModuleType, client: Client) -> Callable[[int, str], Awaitable[None]]:
+    async def run(calls: int, workflow_id: str) -> None:
+        await client.execute_workflow(
             module.RUN, args=[fake_model.prompt(calls), calls + 1], id=workflow_id, task_queue=module.TASK_QUEUE
         )
-        return workflow_id
 
     return run
+
+
+def new_id() -> str:
+    """A workflow id of the same length for every side: ours repeats it in every transcript reference."""
+    return f"bench-{uuid.uuid4().hex[:12]}"
 
 
 async def timed(side: Side, stalwart: StalwartClient, server_pid: int, calls: int) -> tuple[Run, float, float]:
     """One run of `side`: its wall time and history, this process's and the server's CPU seconds during it."""
+    workflow_id = new_id()
     server_cpu, cpu, started = process_cpu_seconds(server_pid), time.process_time(), time.perf_counter()
-    workflow_id = await side.run(calls)
+    await side.run(calls, workflow_id)
     elapsed = time.perf_counter() - started
     cpu, server_cpu = time.process_time() - cpu, process_cpu_seconds(server_pid) - server_cpu
     return Run(elapsed, *await measure(stalwart, workflow_id)), cpu, server_cpu
 
 
 async def grow(side: Side, stalwart: StalwartClient, model_calls: int) -> Run | str:
-    """A run of `model_calls` model calls, or what became of it."""
+    """A run of `model_calls` model calls, or what became of it and how large its history was then."""
+    workflow_id = new_id()
     try:
-        workflow_id = await side.run(model_calls - 1)
+        await side.run(model_calls - 1, workflow_id)
     except Exception as err:
         cause = err.__cause__ or err
-        return f"failed: {type(cause).__name__}: {str(cause)[:120]}"
+        try:
+            events, history_bytes, *_ = await measure(stalwart, workflow_id)
+            then = f" at {size(history_bytes)} of history, {events} events"
+        except Exception:  # it never started
+            then = ""
+        return f"failed{then}: {type(cause).__name__}: {str(cause)[:160]}"
     return Run(0.0, *await measure(stalwart, workflow_id))
 
 
@@ -166,7 +177,7 @@ async def main(calls: int, rounds: int, growth: list[int], latency: float) -> No
             for name, module in modules.items():
                 client, worker = await module.worker(server.address, base_url, KEY)
                 await workers.enter_async_context(worker)
-                sides.append(Side(name, peer(stalwart, module, client)))
+                sides.append(Side(name, peer(module, client)))
             for number in range(rounds + 1):
                 shift = number % len(sides)
                 for side in sides[shift:] + sides[:shift]:
