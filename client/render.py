@@ -246,6 +246,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO, *
         print(f"waiting for a message: `stalwart send {run_id} MESSAGE` or `stalwart chat {run_id}`", file=out)
     for note in retrying:
         print(f"retrying: {_clip(note, 600)}", file=out)
+    if state.waiting:
+        print(f"waiting: {_clip(state.waiting, 600)}", file=out)
     for note in state.notes:  # what was sent to the run that it could not use
         print(f"ignored: {_clip(note, 600)}", file=out)
     if state.offline:

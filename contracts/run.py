@@ -135,6 +135,9 @@ class RunState(Contract):
     """Cycles, tokens, latency per tool and totals (seed 002), so far; `RunHandle.state()` fills them in."""
     offline: str | None = None
     """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
+    waiting: str | None = None
+    """What the run waits out right now on a durable timer, if anything: a provider's Retry-After, who asked, how
+    long, until when (`stalwart show` and `run` say it; nothing else would for minutes)."""
     notes: list[str] = Field(default_factory=list)
     """What was sent to the run that it could not use (a signal with arguments it does not take), newest last: the
     latest few, each short, what came shown escaped."""

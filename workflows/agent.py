@@ -355,6 +355,7 @@ class AgentWorkflow:
             queued=len(state.queued),
             runs=state.runs + 1,
             earlier=state.archives,
+            waiting=self._visibility.waiting,
             notes=self._visibility.notes,
         )
 

@@ -16,6 +16,7 @@ unknown here.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -182,7 +183,9 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
     if _parent_cancelled():
         raise DelegationCancelled(result.usage)
     if result.stop_reason == "done":
-        return Delegated(ToolResult(call_id=call.id, name=call.name, content=result.answer), result.usage)
+        # A sub-agent with [output] answers its validated JSON, which the parent's model reads as the result.
+        answer = result.answer if result.output is None else json.dumps(result.output, ensure_ascii=False)
+        return Delegated(ToolResult(call_id=call.id, name=call.name, content=answer), result.usage)
     detail = result.error or result.answer or WITHOUT_ANSWER.get(result.stop_reason, "it gave no answer")
     why = f"sub-agent {sub.name} stopped with {result.stop_reason}: {detail}. {RETRY_HINT}"
     return Delegated(_failure(call, why), result.usage)

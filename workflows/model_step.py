@@ -7,6 +7,7 @@ step of its own, then asked again; a provider's long rate limit is waited out on
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -105,7 +106,11 @@ class ModelStep:
                 if limited is not None and refusal is None:
                     waits += 1
                     seconds, provider = limited
-                    await workflow.sleep(seconds, summary=f"rate limited by {provider}: waiting {seconds:g} s")
+                    until = workflow.now() + timedelta(seconds=seconds)
+                    waiting = f"rate limited by {provider}: waiting {seconds:g} s"
+                    self._visibility.waiting_out(f"{waiting}, until {until:%Y-%m-%d %H:%M:%S} UTC")
+                    await workflow.sleep(seconds, summary=waiting)
+                    self._visibility.waiting_out(None)
                     continue
                 record.error = refusal or message_unless_cancelled(err)
                 record.ended_at = workflow.now()

@@ -51,6 +51,8 @@ class Visibility:
         self._chain = chain
         self._awaiting_approval = awaiting_approval
         self.status: RunStatus = "running"
+        self.waiting: str | None = None
+        """What the run waits out right now on a durable timer (a provider's Retry-After): who, how long, until when."""
         self.noted: list[tuple[int, datetime, str]] = []
         """What was sent to the run that it could not use (a signal it cannot read): number, time, note; newest last."""
         # A continued run upserts everything once.
@@ -76,6 +78,12 @@ class Visibility:
         self.noted = [*self.noted, (number, workflow.now(), text)][-NOTES_KEPT:]
         self._show_details()
 
+    def waiting_out(self, what: str | None) -> None:
+        """The run begins (`what`) or ends (None) a wait nothing else shows: the current details say it, and so
+        does `state`. No history event, as for notes."""
+        self.waiting = what
+        self._show_details()
+
     @property
     def notes(self) -> list[str]:
         return [text for _, _, text in self.noted]
@@ -92,6 +100,7 @@ class Visibility:
             f"**{agent.name}** · {self.status}{turns} · step {state.step} · "
             f"{state.usage.total_tokens} tokens\n\n{what}\n\n"
             f"last: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
+            + (f"\n\nwaiting: {self.waiting}" if self.waiting else "")
             + (f"\n\nnote: {self.notes[-1]}" if self.notes else "")
         )
 

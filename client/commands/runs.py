@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from stalwart.client import render
 from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, approvals, connecting
@@ -71,9 +71,25 @@ async def _warn_of_a_failing_task(handle: RunHandle, every: float = 3.0) -> None
             return
 
 
+async def say_what_the_run_waits_out(handle: RunHandle, out: TextIO, every: float = 2.0) -> None:
+    """Say once, on `out`, each wait the run sits out on a durable timer (a provider's long Retry-After): no step
+    ends and no word is written for as long as it lasts, minutes or hours."""
+    said: set[str] = set()
+    while True:
+        await asyncio.sleep(every)
+        try:
+            waiting = (await handle.state()).waiting
+        except Exception:  # the server or the worker busy for a moment: the next look will tell
+            continue
+        if waiting is not None and waiting not in said:
+            said.add(waiting)
+            print(f"waiting: {waiting}", file=out, flush=True)
+
+
 async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: bool, deciding: asyncio.Task[None]) -> int:
     """Print the run as it goes, then its result; `deciding` (its approval handling) stops once the run has ended."""
     watching = asyncio.create_task(_warn_of_a_failing_task(handle))
+    waits = asyncio.create_task(say_what_the_run_waits_out(handle, sys.stderr))
     try:
         if not as_json:
             await print_live(handle)
@@ -81,6 +97,7 @@ async def _follow(handle: RunHandle, *, as_json: bool, keep: bool, embedded: boo
     finally:
         deciding.cancel()
         watching.cancel()
+        waits.cancel()
     if as_json:
         print(result.model_dump_json(indent=2))
     else:
