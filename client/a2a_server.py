@@ -72,6 +72,8 @@ class TaskView:
     context_id: str
     state: str
     text: str = ""
+    output: Any = None
+    """A completed run's typed output (`[output]`): the answer's artifact is then this value, as a data part."""
 
 
 class A2AAgentServer:
@@ -112,7 +114,7 @@ class A2AAgentServer:
             "version": "1.0.0",
             "capabilities": {"streaming": False, "pushNotifications": False},
             "defaultInputModes": ["text/plain"],
-            "defaultOutputModes": ["text/plain"],
+            "defaultOutputModes": ["application/json"] if self.agent.output is not None else ["text/plain"],
             "skills": [
                 {
                     "id": self.agent.name,
@@ -296,7 +298,7 @@ def _ended(task_id: str, context_id: str, result: AgentResult) -> TaskView:
     """A finished run as a task: an answer is `completed`; a stop without one is `failed` with the reason."""
     answered = any(step.final for step in result.steps)
     if result.stop_reason == "done" or (result.stop_reason in _BUDGET_STOPS and answered):
-        return TaskView(task_id, context_id, "completed", result.answer)
+        return TaskView(task_id, context_id, "completed", result.answer, result.output)
     if result.stop_reason == "cancelled":
         return TaskView(task_id, context_id, "canceled", "the run was cancelled")
     if result.stop_reason in _BUDGET_STOPS:
@@ -343,9 +345,8 @@ def _task_json(view: TaskView, version: str) -> dict[str, Any]:
     status: dict[str, Any] = {"state": state, "timestamp": now}
     task: dict[str, Any] = {"id": view.id, "contextId": view.context_id, "status": status}
     if view.state == "completed":
-        task["artifacts"] = [
-            {"artifactId": f"{view.id}-answer", "name": "answer", "parts": [_part(view.text, version)]}
-        ]
+        part = _part(view.text, version) if view.output is None else _data_part(view.output, version)
+        task["artifacts"] = [{"artifactId": f"{view.id}-answer", "name": "answer", "parts": [part]}]
     elif view.text:
         message = {
             "messageId": uuid.uuid4().hex,
@@ -361,6 +362,14 @@ def _task_json(view: TaskView, version: str) -> dict[str, Any]:
 
 def _part(text: str, version: str) -> dict[str, Any]:
     return {"text": text} if version == "1.0" else {"kind": "text", "text": text}
+
+
+def _data_part(value: Any, version: str) -> dict[str, Any]:
+    """Typed output as a data part: 1.0 takes any JSON value; 0.3's data is an object, so another value is
+    wrapped as its `result`, as the providers are asked for it."""
+    if version == "1.0":
+        return {"data": value, "mediaType": "application/json"}
+    return {"kind": "data", "data": value if isinstance(value, dict) else {"result": value}}
 
 
 def _rpc_error(rpc_id: Any, error: RpcError) -> JSONResponse:
