@@ -7,6 +7,7 @@ each provider protocol (through the real SDKs and the local wire server), both t
 formats, a long run and a session that each continued as new several times, a message that came
 during a session turn's last step (recorded before `messages-wait-out-a-spent-turn`), and a run whose
 `require_approval` named a tool it did not have (recorded before `unknown-tool-names-end-the-run`).
+`typed_output_retried`: an agent with `[output]` whose first answer is sent back for not validating.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ CAPABILITIES_RECORDED = {
     "approval_naming_a_missing_tool",
     "session_message_signalled_while_closing",
     "session_message_signalled_with_close",
+    "typed_output_retried",
 }
 
 
