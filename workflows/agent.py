@@ -229,7 +229,7 @@ class AgentWorkflow:
                     return stop
         except ModelFailed as failed:
             self._error = str(failed)
-            return "error"
+            return failed.stop_reason
 
     # -- a step ----------------------------------------------------------------
 
@@ -270,6 +270,9 @@ class AgentWorkflow:
         return None
 
     async def _stop_on_budget(self, turn: Turn, reason: StopReason) -> StopReason:
+        """Stop the turn on a spent budget, with one last model call without tools (`finalize_on_budget`) for
+        `max_steps`, `max_tokens` and `max_cost`. Never for `max_seconds`: no time is left for a call, and a turn
+        whose model failed every attempt until the deadline (`ModelFailed`) has no provider to ask."""
         state = self._chain.state
         if self._agent.budgets.finalize_on_budget and reason in ("max_steps", "max_tokens", "max_cost"):
             budget = reason.removeprefix("max_")

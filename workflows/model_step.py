@@ -7,18 +7,18 @@ step of its own, then asked again; a provider's long rate limit is waited out on
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, RetryState
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.activities import AgentContext, ModelRequest
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.messages import AssistantTurn
-    from stalwart.contracts.run import StepRecord
+    from stalwart.contracts.run import StepRecord, StopReason
     from stalwart.workflows import deadlines, policies
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
@@ -28,7 +28,16 @@ with workflow.unsafe.imports_passed_through():
 
 
 class ModelFailed(Exception):
-    """The model activity failed for good; the turn ends with stop reason `error`, and this message."""
+    """The model activity failed for good; the turn ends with stop reason `stop_reason` (`error`), and this message.
+
+    A call whose retries the wall-clock budget cut short (the server starts no attempt past the schedule-to-close
+    timeout, which is capped at the run's deadline) stops the turn with `max_seconds` instead: the budget ended it,
+    and the message says how every attempt failed. No finalize-on-budget call follows: the time is spent, and the
+    provider answered none of the attempts."""
+
+    def __init__(self, message: str, stop_reason: StopReason = "error") -> None:
+        super().__init__(message)
+        self.stop_reason: StopReason = stop_reason
 
 
 def truncated(agent: AgentSpec, step: int, reply: AssistantTurn) -> str:
@@ -114,6 +123,14 @@ class ModelStep:
                     continue
                 record.error = refusal or message_unless_cancelled(err)
                 record.ended_at = workflow.now()
+                if refusal is None and self._cut_short_by_the_deadline(err, request.deadline, schedule_to_close):
+                    limit = self._agent.budgets.max_seconds
+                    budget = "inherited" if limit is None else f"max_seconds={limit:g}"
+                    raise ModelFailed(
+                        f"model call at step {state.step} failed every attempt within the wall-clock budget "
+                        f"({budget}): {record.error}",
+                        "max_seconds",
+                    ) from err
                 raise ModelFailed(f"model call at step {state.step} failed: {record.error}") from err
         if request.summarize:
             return await self._after_summary(record, reply, turn, tools_enabled=tools_enabled)
@@ -147,6 +164,19 @@ class ModelStep:
         state.transcript = summary.transcript or state.transcript
         self._visibility.publish()
         return await self.ask(turn, tools_enabled=tools_enabled)
+
+    @staticmethod
+    def _cut_short_by_the_deadline(
+        err: ActivityError, deadline: datetime | None, schedule_to_close: timedelta | None
+    ) -> bool:
+        """Whether the call's retries ran out of time because its schedule-to-close timeout was cut to the deadline
+        (not the model policy's own `MODEL_SCHEDULE_TO_CLOSE`)."""
+        return (
+            err.retry_state == RetryState.TIMEOUT
+            and deadline is not None
+            and schedule_to_close is not None
+            and schedule_to_close < policies.MODEL_SCHEDULE_TO_CLOSE
+        )
 
     def _rate_limit_refusal(self, seconds: float, provider: str, budget: Budget, *, waits: int) -> str | None:
         """Why the run does not wait out a long Retry-After; None when it may (on a durable timer)."""
