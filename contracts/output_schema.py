@@ -177,12 +177,25 @@ def answer_value(text: str) -> tuple[Any, str | None]:
     if fenced:
         body = fenced.group(1).strip()
     try:
-        return json.loads(body), None
-    except json.JSONDecodeError as err:
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite), None
+    except ValueError as err:
+        if not isinstance(err, json.JSONDecodeError):
+            return None, f"the answer is not JSON: {err}"
         shown = body[:60] + ("..." if len(body) > 60 else "")
         return None, f"the answer is not JSON ({err.msg} at line {err.lineno} column {err.colno}): {shown!r}"
     except RecursionError:
         return None, "the answer's JSON nests too deeply to read"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON number; JSON has no NaN or infinity")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number a program can read back")
+    return value
 
 
 def validation_errors(value: Any, schema: dict[str, Any]) -> list[str]:
