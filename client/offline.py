@@ -25,7 +25,7 @@ from stalwart.contracts import names
 from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
-from stalwart.contracts.run import RunState, StepRecord
+from stalwart.contracts.run import RunNote, RunState, StepRecord
 from stalwart.contracts.run_input import ContinuedRunInput
 
 NO_WORKER = (
@@ -44,11 +44,14 @@ class _Rebuilt:
         self.decided: set[str] = set()
         self.activities: dict[int, tuple[str, StepRecord | None]] = {}  # scheduled event id -> (type, its step)
         self.last_turn: tuple[int, datetime, list[ToolCall]] | None = None
-        self.notes: list[str] = []
+        self.notes: list[RunNote] = []
         if run_input.carried is None and not run_input.session:
             self.steps.append(
                 StepRecord(step=0, role="user", content=run_input.goal, started_at=started_at, ended_at=started_at)
             )
+
+    def note(self, text: str, at: datetime) -> None:
+        self.notes.append(RunNote(number=len(self.notes) + 1, at=at, text=text))
 
 
 async def rebuild(
@@ -68,7 +71,7 @@ async def rebuild(
         try:
             await _apply(rebuilt, event, converter)
         except Exception as err:  # a payload this process cannot read: the rest of the history still can be
-            rebuilt.notes.append(f"event {event.event_id}: {undecodable(err)}")
+            rebuilt.note(f"event {event.event_id}: {undecodable(err)}", event.event_time.ToDatetime().astimezone())
     status = search_attributes.get(names.AGENT_STATUS) or "running"
     carried = run_input.carried
     state = RunState(
@@ -181,7 +184,7 @@ async def _apply_message(rebuilt: _Rebuilt, event: HistoryEvent, at: datetime, c
                 rebuilt.steps.append(StepRecord(step=0, role="user", content=text, started_at=at, ended_at=at))
             else:
                 came = f"{len(payloads)} arguments" if len(payloads) != 1 else text or "an empty message"
-                rebuilt.notes.append(f"message signal ignored: it takes one JSON string; it got {came}")
+                rebuilt.note(f"message signal ignored: it takes one JSON string; it got {came}", at)
     elif event.HasField("workflow_execution_update_accepted_event_attributes"):
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
         payloads = list(request.input.args.payloads)

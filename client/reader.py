@@ -157,8 +157,9 @@ class RunReader:
         """
         from stalwart.workflows.conversation import events  # the workflow's own vocabulary, loaded when asked
 
-        steps = (await self.state()).steps
-        return events(steps, max_steps=await self.max_steps() if progress else None)
+        state = await self.state()
+        notes = [note.as_event() for note in state.notes]  # what the run could not use, as `error` events
+        return events(state.steps, max_steps=await self.max_steps() if progress else None) + notes
 
     async def max_steps(self) -> int:
         """The agent's `max_steps`, as the run was started with it (read from history once)."""

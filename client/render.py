@@ -249,7 +249,7 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO, *
     if state.waiting:
         print(f"waiting: {_clip(state.waiting, 600)}", file=out)
     for note in state.notes:  # what was sent to the run that it could not use
-        print(f"ignored: {_clip(note, 600)}", file=out)
+        print(f"ignored: {_clip(note.text, 600)}", file=out)
     if state.offline:
         print(f"note: {state.offline}", file=out)
     if ui_url:

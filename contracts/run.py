@@ -138,7 +138,7 @@ class RunState(Contract):
     waiting: str | None = None
     """What the run waits out right now on a durable timer, if anything: a provider's Retry-After, who asked, how
     long, until when (`stalwart show` and `run` say it; nothing else would for minutes)."""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[RunNote] = Field(default_factory=list)
     """What was sent to the run that it could not use (a signal with arguments it does not take), newest last: the
     latest few, each short, what came shown escaped."""
 
@@ -225,6 +225,19 @@ class RunEvent(Contract):
     event_type: EventType
     content: Any
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunNote(Contract):
+    """Something sent to the run that it could not use, such as a signal with arguments it does not take: a
+    signal's sender is told nothing, so the run keeps this note (`RunState.notes`, an `error` event)."""
+
+    number: int
+    """Counts the run's notes from 1: a note keeps its number while older ones are dropped."""
+    at: datetime
+    text: str
+
+    def as_event(self) -> RunEvent:
+        return RunEvent(event_id=f"evt-note-{self.number}", timestamp=self.at, event_type="error", content=self.text)
 
 
 def run_metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elapsed_seconds: float = 0.0) -> RunMetrics:

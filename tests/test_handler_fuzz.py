@@ -36,7 +36,7 @@ from temporalio.service import RPCError
 
 from stalwart.client.api import SessionHandle, StalwartClient
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, SessionSettings
-from stalwart.contracts.run import AgentResult, RunState
+from stalwart.contracts.run import AgentResult, RunEvent, RunState
 from stalwart.workers.worker import build_worker
 
 from support.repo_paths import REPO
@@ -228,9 +228,9 @@ async def _still_answers(session: SessionHandle, temporal: Client) -> None:
     assert description.raw_description.pending_workflow_task.attempt <= 1
 
 
-def _shows_without_a_traceback(address: str, task_queue: str, run_id: str) -> str:
+def _shows_without_a_traceback(address: str, task_queue: str, run_id: str, *more: str) -> str:
     shown = subprocess.run(
-        [*STALWART, "show", run_id, "--address", address, "--task-queue", task_queue],
+        [*STALWART, "show", run_id, *more, "--address", address, "--task-queue", task_queue],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -270,9 +270,13 @@ async def test_a_message_signal_with_two_arguments_becomes_a_note_in_the_session
     await _from_another_sdk(dev_env.client, session.run_id, "signal", "message", [_kinds(random.Random(0))[0]] * 2)
     await _no_failed_workflow_task_after_the_last_signal(handle)
     state = await handle.query("state", result_type=RunState)
+    events = await handle.query("events", result_type=list[RunEvent])
     shown = await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
+    assert [(e.event_type, e.content) for e in events if e.event_id.startswith("evt-note-")] == [
+        ("error", state.notes[0].text)
+    ]
     assert len(state.notes) == 1
-    assert "`message` takes one argument" in state.notes[0] and "it got 2 arguments" in state.notes[0]
+    assert "`message` takes one argument" in state.notes[0].text and "it got 2 arguments" in state.notes[0].text
     assert "`message` takes one argument" in shown
 
 
@@ -285,7 +289,7 @@ async def test_a_message_signal_with_a_lone_surrogate_is_a_note_and_show_reads_t
     await _no_failed_workflow_task_after_the_last_signal(handle)
     state = await handle.query("state", result_type=RunState)
     await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
-    assert len(state.notes) == 1 and "`message`" in state.notes[0]
+    assert len(state.notes) == 1 and "`message`" in state.notes[0].text
 
 
 @pytest.mark.slow
@@ -307,8 +311,12 @@ async def test_show_reads_a_history_of_unusable_signals_while_no_worker_runs(cli
         for sent in (["text", "text"], ["lone surrogate"], ["invalid json"], ["encrypted without the key"], ["text"]):
             await _from_another_sdk(dev_env.client, session.run_id, "signal", "message", [kinds[k] for k in sent])
         shown = await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
+        events = await asyncio.to_thread(
+            _shows_without_a_traceback, dev_env.address, task_queue, session.run_id, "--events"
+        )
     finally:
         await dev_env.client.get_workflow_handle(session.run_id).terminate(reason="test over")
     assert "hello there" in shown  # the one usable message is read as one
     assert "ignored: message signal ignored: it takes one JSON string; it got 2 arguments" in shown
     assert shown.count("<undecodable payload: ") == 3, shown
+    assert events.count(" error ") == 4 and "hello there" in events, events

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types, names
     from stalwart.contracts.messages import Message
     from stalwart.contracts.model import build_contracts
-    from stalwart.contracts.run import AgentResult, RunEvent, RunState, StopReason
+    from stalwart.contracts.run import AgentResult, RunEvent, RunNote, RunState, StopReason
     from stalwart.contracts.run_input import TurnInProgress, missing_goal
     from stalwart.workflows import approvals, arguments, conversation, deadlines, patches, policies, telemetry, turns
     from stalwart.workflows.approvals import ApprovalGate
@@ -359,16 +359,14 @@ class AgentWorkflow:
             runs=state.runs + 1,
             earlier=state.archives,
             waiting=self._visibility.waiting,
-            notes=self._visibility.notes,
+            notes=[RunNote(number=number, at=at, text=text) for number, at, text in self._visibility.noted],
         )
 
     def events(self) -> list[RunEvent]:
         """The run so far as memory events (docs/concepts.md), then the notes of what it could not use."""
         first_index = sum(archive.count for archive in self._chain.state.archives)
-        return conversation.events(self._chain.steps, first_index=first_index) + [
-            RunEvent(event_id=f"evt-note-{number}", timestamp=at, event_type="error", content=note)
-            for number, at, note in self._visibility.noted
-        ]
+        notes = [RunNote(number=number, at=at, text=text).as_event() for number, at, text in self._visibility.noted]
+        return conversation.events(self._chain.steps, first_index=first_index) + notes
 
     async def send(self, text: str) -> AgentResult:
         """Give the session a message; returns when the turn that read it ends, with that turn's result."""
