@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.contracts import failure_types, names
 from stalwart.contracts.run import AgentResult
+from stalwart.contracts.send_result import SendResult
 from stalwart.workflows.failures import innermost_message
 
 HEARTBEAT_SECONDS = 10.0
@@ -42,7 +43,8 @@ async def agent_send(session_id: str, text: str, update_id: str) -> AgentResult:
     handle = activity.client().get_workflow_handle(session_id, result_type=AgentResult)
     try:
         async with heartbeating(HEARTBEAT_SECONDS, activity.heartbeat):
-            return await handle.execute_update("send", text, id=update_id, result_type=AgentResult)
+            sent = await handle.execute_update("send", text, id=update_id, result_type=SendResult)
+            return sent.restored(text)
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.type == failure_types.SESSION_CONTINUING:

@@ -38,6 +38,7 @@ from stalwart.contracts.errors import RunFailed, UsageError
 from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord, StopReason
 from stalwart.contracts.run_input import RunInput, goal_problem, message_problem, missing_goal
+from stalwart.contracts.send_result import SendResult
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
@@ -243,9 +244,9 @@ class SessionHandle(RunHandle):
         """
         try:
             turn = await _retrying_while_continuing(
-                lambda: self._handle.execute_update("send", message, result_type=AgentResult)
+                lambda: self._handle.execute_update("send", message, result_type=SendResult)
             )
-            return typed(turn, output_type)
+            return typed(turn.restored(message), output_type)
         except WorkflowUpdateFailedError:
             raise
         except RPCError as err:
@@ -392,7 +393,7 @@ class StalwartClient:
         if (problem := message_problem(message, spec)) is not None:  # the session would refuse it: say so first
             raise InvalidRunInput(problem)
 
-        def send() -> Awaitable[AgentResult]:
+        async def send() -> SendResult:
             operation: WithStartWorkflowOperation[Any, AgentResult] = WithStartWorkflowOperation(
                 names.WORKFLOW_TYPE,
                 run_input(spec, inputs=inputs, session=True),
@@ -401,11 +402,11 @@ class StalwartClient:
                 result_type=AgentResult,
                 **self._start_options(spec, "session", status="waiting"),
             )
-            return self.temporal.execute_update_with_start_workflow(
-                "send", message, start_workflow_operation=operation, result_type=AgentResult
+            return await self.temporal.execute_update_with_start_workflow(
+                "send", message, start_workflow_operation=operation, result_type=SendResult
             )
 
-        return await _retrying_while_continuing(send)
+        return (await _retrying_while_continuing(send)).restored(message)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes.
@@ -464,7 +465,7 @@ class StalwartClient:
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
 
 
-async def _retrying_while_continuing(send: Callable[[], Awaitable[AgentResult]]) -> AgentResult:
+async def _retrying_while_continuing(send: Callable[[], Awaitable[SendResult]]) -> SendResult:
     """Send again a message refused because the session was continuing as new (it takes no message then).
 
     Continuing takes a moment, or as long as a worker outage lasts: keep trying for a few minutes.

@@ -17,8 +17,9 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types
     from stalwart.contracts.messages import Usage
-    from stalwart.contracts.run import AgentResult, StopReason
+    from stalwart.contracts.run import AgentResult, StepRecord, StopReason
     from stalwart.contracts.run_input import QueuedMessage, RunInput, message_problem
+    from stalwart.contracts.send_result import SendResult
     from stalwart.workflows import arguments, patches
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
@@ -45,6 +46,7 @@ class Inbox:
         """The latest turn's budget: its lifetime spending may refuse messages (`[session] max_cost_usd`)."""
         self._results: dict[str, AgentResult] = {}  # message id -> the result of the turn that read it
         self._read_in_turn: list[str] = []  # ids of messages read by the turn in progress
+        self._recorded: dict[str, StepRecord] = {}  # message id -> its step in the log, while its turn runs
         self.waiters = 0  # `send` updates waiting for a turn to end
 
     # -- messages in ---------------------------------------------------------
@@ -154,12 +156,19 @@ class Inbox:
         for queued in state.queued:
             self._chain.record_user_message(queued.text, now)
             self._read_in_turn.append(queued.id)
+            self._recorded[queued.id] = self._chain.steps[-1]
         state.queued = []
 
     def answer_turn(self, result: AgentResult) -> None:
-        """The turn ended: every message it read is answered with its result."""
+        """The turn ended: every message it read is answered with its result.
+
+        A session's `send` gets it without the texts history holds already (`SendResult`, shape 2): its message is
+        the update's argument, the answer the model call's result. `patched`: sessions recorded before answered
+        with every text repeated, and replay so."""
+        slim = self._input.session and bool(self._read_in_turn) and patches.active(patches.SEND_RESULT_WITHOUT_ECHOES)
         for message_id in self._read_in_turn:
-            self._results[message_id] = result
+            own = self._recorded.pop(message_id, None)
+            self._results[message_id] = SendResult.without_echoes(result, own) if slim else result
         self._read_in_turn = []
 
     def answer_the_rest(self, stop: StopReason) -> None:

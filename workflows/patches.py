@@ -32,6 +32,8 @@ SEARCH_ATTRIBUTE_COUNTERS_THROTTLED = "search-attribute-counters-throttled"
 """The step, token and cost counters are upserted at most every `policies.COUNTERS_EVERY`, not every step."""
 FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES = "fast-tools-run-as-local-activities"
 """A tool marked fast (`ToolSpec.fast`, the calculator) runs as a local activity, not a full activity."""
+SEND_RESULT_WITHOUT_ECHOES = "send-result-without-echoes"
+"""A session's `send` returns its turn's result without the message and the answer in `steps` (`SendResult`)."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -43,6 +45,7 @@ ALL = (
     MESSAGES_WAIT_OUT_A_SPENT_TURN,
     SEARCH_ATTRIBUTE_COUNTERS_THROTTLED,
     FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES,
+    SEND_RESULT_WITHOUT_ECHOES,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 
