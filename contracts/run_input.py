@@ -61,10 +61,12 @@ class ContinuedRunInput(RunInput):
     @model_validator(mode="after")
     def _carried_turn_has_its_budget(self) -> ContinuedRunInput:
         turn = self.carried.turn if self.carried else None
-        if turn is not None and turn.deadline is not None and self.agent.budgets.max_seconds is None:
+        inherited = self.deadline or (self.carried.deadline if self.carried else None)
+        own = self.agent.budgets.max_seconds
+        if turn is not None and turn.deadline is not None and own is None and inherited is None:
             raise ValueError(
-                "`carried.turn` has a deadline but the agent has no `max_seconds`: a chain's state must come from "
-                "the run that continued as new with this agent"
+                "`carried.turn` has a deadline but the agent has no `max_seconds` and the run no `deadline`: "
+                "a chain's state must come from the run that continued as new with this agent"
             )
         return self
 
@@ -123,6 +125,9 @@ class ChainState(Contract):
 
     chain_id: str
     """The first run's id: the conversation and step archives are stored under it for the whole chain."""
+    deadline: datetime | None = None
+    """The first run's `RunInput.deadline`, inherited from the runs that started the chain: each turn's deadline is
+    the earlier of its own `max_seconds` and this."""
     runs: int = Field(ge=0)
     """How many runs the chain had before this one."""
     started_at: datetime

@@ -29,6 +29,7 @@ T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 def _every_field_set() -> ChainState:
     return ChainState(
         chain_id="chain-1",
+        deadline=T0 + timedelta(hours=2),
         runs=3,
         started_at=T0,
         step=41,

@@ -194,10 +194,12 @@ class AgentWorkflow:
             max_seconds = agent.budgets.max_seconds
             try:
                 stop = await deadlines.before(
-                    progress.deadline, self._turn_steps(turn), summary=f"budget max_seconds={max_seconds}"
+                    deadlines.timer_end(progress.deadline, state.deadline),
+                    self._turn_steps(turn),
+                    summary=f"budget max_seconds={max_seconds}",
                 )
             except deadlines.DeadlineReached:
-                self._chain.close_open_steps(f"cancelled: wall-clock budget of {max_seconds:g}s reached")
+                self._chain.close_open_steps(deadlines.reached(max_seconds, progress.deadline, state.deadline))
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
             state.turn = None

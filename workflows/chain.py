@@ -44,6 +44,7 @@ class Chain:
             step=0,
             usage=Usage(),
             transcript=TranscriptRef(chain_id=chain_id),
+            deadline=input.deadline,
         )
         if not input.session:
             self.record_user_message(input.goal, now)

@@ -85,3 +85,35 @@ async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, sum
     except asyncio.CancelledError:
         pass
     raise DeadlineReached()
+
+
+def earliest(*deadlines: datetime | None) -> datetime | None:
+    """The earliest of the deadlines given; None when there is none."""
+    given = [deadline for deadline in deadlines if deadline is not None]
+    return min(given) if given else None
+
+
+def inherited_first(deadline: datetime | None, inherited: datetime | None) -> bool:
+    """Whether a turn's `deadline` is the one it inherited from the runs that started it (a parent agent's, a
+    user's workflow's), not its own `max_seconds`."""
+    return deadline is not None and inherited is not None and deadline >= inherited
+
+
+def timer_end(deadline: datetime | None, inherited: datetime | None) -> datetime | None:
+    """When a turn's wall-clock timer fires: at its deadline, or `CAP_GRACE` after an inherited one.
+
+    No call of the turn starts after an inherited deadline (its activities are capped at it and refuse to start
+    late); the grace lets the parent's own timer, set for the same instant, cancel the turn first, so the parent
+    reads its sub-agent as cancelled by its budget, not as one that stopped by itself an instant before.
+    """
+    if inherited_first(deadline, inherited):
+        assert deadline is not None
+        return deadline + CAP_GRACE
+    return deadline
+
+
+def reached(max_seconds: float | None, deadline: datetime | None, inherited: datetime | None) -> str:
+    """What a step cut off by the turn's wall-clock timer says."""
+    if inherited_first(deadline, inherited) or max_seconds is None:
+        return "cancelled: the deadline of the run that started this one was reached"
+    return f"cancelled: wall-clock budget of {max_seconds:g}s reached"

@@ -8,9 +8,10 @@ A local sub-agent spends from its parent's budgets: its token and cost limits
 are capped at what the parent has left (less what siblings delegated in the
 same step hold), and what it used is added to the parent's usage, even when
 the parent is cancelled meanwhile. Its time is the parent's: the parent's
-wall-clock budget cancels it, with no deadline of its own to race that. So
-does it cancel a remote agent's task; that agent's spending is its own and
-unknown here.
+wall-clock budget cancels it, and the parent's deadline goes down in its input
+(`RunInput.deadline`), so none of its calls starts after that deadline even
+when no worker ran the parent at that moment; a remote agent's task is asked
+with the same deadline. A remote agent's spending is its own and unknown here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -71,6 +72,9 @@ class DelegationContext:
     remaining_tokens: int | None = None
     remaining_seconds: float | None = None
     remaining_cost_usd: float | None = None
+    deadline: datetime | None = None
+    """The parent's turn deadline (itself the earliest up its chain of parents): no call of the sub-agent may
+    start after it."""
 
     def key(self, call: ToolCall) -> str:
         return conversation.call_key(self.parent_id, self.chain_id, self.step, call.id)
@@ -159,7 +163,7 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
     try:
         result = await workflow.execute_child_workflow(
             names.WORKFLOW_TYPE,
-            RunInput(agent=spec, goal=task, inputs=context.inputs),
+            RunInput(agent=spec, goal=task, inputs=context.inputs, deadline=context.deadline),
             result_type=AgentResult,
             id=f"{context.parent_id}/{sub.name}/{context.step}-{call.id}",
             task_queue=workflow.info().task_queue,
@@ -208,10 +212,11 @@ def _as_single_call(spec: AgentSpec) -> AgentSpec:
 def _drawn(budgets: Budgets, context: DelegationContext) -> Budgets:
     """The sub-agent's token and cost budgets, each capped at what the parent has left of it.
 
-    Not its time: the parent's deadline cancels the child. A child timer set to
-    the parent's remaining seconds fires at the same moment, often a few
-    milliseconds first; the parent then reads `max_seconds` as an ordinary
-    failure and asks the model again just before its own deadline cuts it off.
+    Not its time: the parent's deadline cancels the child, and goes down to it as
+    `RunInput.deadline`, which caps its calls. A child timer set to the parent's
+    remaining seconds fires at the same moment, often a few milliseconds first;
+    the parent then reads `max_seconds` as an ordinary failure and asks the
+    model again just before its own deadline cuts it off.
     """
     caps: dict[str, Any] = {}
     for name, left in (("max_tokens", context.remaining_tokens), ("max_cost_usd", context.remaining_cost_usd)):
@@ -261,8 +266,7 @@ def _own_description(sub: SubAgent) -> str:
 
 
 async def _remote(call: ToolCall, sub: SubAgent, url: str, task: str, context: DelegationContext) -> Delegated:
-    left = context.remaining_seconds
-    deadline = None if left is None else workflow.now() + timedelta(seconds=left)
+    deadline = context.deadline
     request = A2ADelegateRequest(
         url=url,
         task=task,

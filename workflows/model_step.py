@@ -193,9 +193,11 @@ class ModelStep:
             )
         left = budget.remaining_seconds(workflow.now())
         if left is not None and seconds >= left:
+            max_seconds = self._agent.budgets.max_seconds
+            limit = "inherited" if max_seconds is None else f"max_seconds={max_seconds:g}"
             return (
                 f"{asked}, but only {left:.0f} s of this run's wall-clock budget "
-                f"(max_seconds={self._agent.budgets.max_seconds:g}) is left; stopped instead of waiting. "
+                f"({limit}) is left; stopped instead of waiting. "
                 "Raise max_seconds to let runs wait out rate limits, or run again later."
             )
         return None

@@ -234,4 +234,5 @@ class ToolCalls:
             remaining_tokens=budget.remaining_tokens(),
             remaining_seconds=budget.remaining_seconds(workflow.now()),
             remaining_cost_usd=budget.remaining_cost_usd(),
+            deadline=budget.deadline,
         )

@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, StepRecord, StopReason
     from stalwart.contracts.run_input import ChainState, TurnInProgress
-    from stalwart.workflows import conversation, patches
+    from stalwart.workflows import conversation, deadlines, patches
     from stalwart.workflows.budget import Budget
 
 
@@ -30,7 +30,10 @@ def begin(state: ChainState, agent: AgentSpec, first_record: int) -> TurnInProgr
         number=state.turns,
         first_record=first_record,
         started_at=now,
-        deadline=None if max_seconds is None else now + timedelta(seconds=max_seconds),
+        # The earlier of its own budget and the deadline the chain inherited (a parent agent's, a user's workflow's).
+        deadline=deadlines.earliest(
+            None if max_seconds is None else now + timedelta(seconds=max_seconds), state.deadline
+        ),
     )
 
 
