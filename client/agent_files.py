@@ -117,7 +117,7 @@ def _output_schema_read(output: dict[str, Any], path: Path, *, field: str) -> di
     if not isinstance(schema, dict):
         raise AgentFileError(
             f"{path}: field `{field}.schema_file`: {target} holds a JSON {type(schema).__name__}, not a JSON Schema "
-            "(a JSON object such as {\"type\": \"object\", \"properties\": {...}})"
+            '(a JSON object such as {"type": "object", "properties": {...}})'
         )
     return {**output, "schema": schema}
 
