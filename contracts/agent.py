@@ -53,6 +53,10 @@ MAX_SCRIPTED_TOKENS = 10**9
 """Tokens one scripted reply may claim: its usage is added up into the run's int64 token total."""
 MAX_NESTING = 32
 """How deep tables and lists may nest in an agent file (sub-agents, `[extra]`)."""
+STRUCTURED_OUTPUT_MODES = ("native", "prompt")
+"""`[extra] structured_output`: how a provider is asked for an agent's `[output]` (docs/typed-output.md): `native`
+(the default: its API's structured output) or `prompt` (the schema in the system prompt only, for a compatible server
+that refuses `response_format`)."""
 STREAM_DEADLINES = {"first_token_seconds": 90.0, "stall_seconds": 60.0}
 """The `[extra]` stream deadlines a provider reads, and their defaults (see `activities/providers/calling.py`)."""
 MAX_STREAM_DEADLINE_SECONDS = 3600.0
@@ -791,6 +795,10 @@ class AgentSpec(_Strict):
     def _stream_deadlines(cls, value: dict[str, Any]) -> dict[str, Any]:
         if nesting(value) > MAX_NESTING:
             raise ValueError(f"nests deeper than {MAX_NESTING} levels; flatten it")
+        mode = value.get("structured_output", "native")
+        if mode not in STRUCTURED_OUTPUT_MODES:
+            modes = " or ".join(map(repr, STRUCTURED_OUTPUT_MODES))
+            raise ValueError(f"`extra.structured_output` says how [output] is asked for: {modes}, not {mode!r}")
         for key in STREAM_DEADLINES:
             if key not in value:
                 continue

@@ -54,7 +54,7 @@ class AnthropicProvider:
         agent = context.agent
         request: dict[str, Any] = {
             "model": model,
-            "system": agent.instructions,
+            "system": agent.instructions + structured.prompted(context),
             "messages": anthropic_messages(context),
             "max_tokens": agent.max_output_tokens or DEFAULT_MAX_TOKENS,
             "stream": True,

@@ -77,7 +77,8 @@ class OpenAIChatProvider:
 
 def chat_messages(context: ModelContext) -> list[dict[str, Any]]:
     """The conversation in Chat Completions form: system prompt, then one message per turn and per tool result."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": context.agent.instructions}]
+    system = context.agent.instructions + structured.prompted(context)
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for message in context.messages:
         out.extend(_chat_message(message))
     return out

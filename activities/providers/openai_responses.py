@@ -58,7 +58,7 @@ class OpenAIResponsesProvider:
         agent = context.agent
         request: dict[str, Any] = {
             "model": model,
-            "instructions": agent.instructions,
+            "instructions": agent.instructions + structured.prompted(context),
             "input": response_input(context),
             "stream": True,
         }

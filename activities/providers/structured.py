@@ -24,9 +24,20 @@ WRAPPED = "result"
 
 
 def asked(context: ModelContext) -> OutputSpec | None:
-    """The output this call asks for: the agent's `[output]` (a text protocol's acting call has it taken off)."""
+    """The output this call asks for natively: the agent's `[output]` (a text protocol's acting call has it taken
+    off), unless `[extra] structured_output = "prompt"` keeps it to the system prompt."""
     output = context.agent.output
-    return output if output is not None and output.schema_ is not None else None
+    if output is None or output.schema_ is None or context.agent.extra.get("structured_output") == "prompt":
+        return None
+    return output
+
+
+def prompted(context: ModelContext) -> str:
+    """What the system prompt says of the answer's schema: nothing when the provider is asked for it natively."""
+    output, agent = context.agent.output, context.agent
+    if output is None or agent.extra.get("structured_output") != "prompt" or agent.action_format != "native":
+        return ""  # a text protocol has put it in the prompt already
+    return instructions_note(output)
 
 
 def sent_schema(output: OutputSpec) -> dict[str, Any]:

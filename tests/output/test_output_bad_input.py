@@ -110,3 +110,8 @@ def test_a_schema_over_the_size_limit_is_refused():
     huge = {"type": "object", "description": "x" * 1_000_001}
     with pytest.raises(ValidationError, match="over the 1,000,000 an output schema may take"):
         OutputSpec(schema=huge)
+
+
+def test_an_unknown_structured_output_mode_is_refused():
+    with pytest.raises(ValidationError, match="`extra.structured_output` says how \\[output\\] is asked for"):
+        AgentSpec(name="a", extra={"structured_output": "json"})

@@ -132,3 +132,16 @@ async def test_a_text_protocol_is_told_the_schema_and_asks_for_it_only_for_the_a
     assert "response_format" not in acting  # an action is no answer
     assert answering["response_format"]["json_schema"]["schema"] == REFUND
     assert "## Final answer" in acting["messages"][0]["content"]
+
+
+async def test_structured_output_prompt_keeps_the_schema_to_the_system_prompt(
+    time_skipping_env, task_queue, wire, flavor: Flavor
+):
+    script = wire.script(Reply(text=json.dumps(VALID)))
+    agent = agent_for(flavor, script, output=OutputSpec(schema=REFUND), extra={"structured_output": "prompt"})
+    result = await run_agent(time_skipping_env, task_queue, agent)
+    assert (result.stop_reason, result.output) == ("done", VALID)
+    body = script.requests[0].body
+    assert not {"response_format", "text", "output_config"} & set(body)
+    [(role, system)] = flavor.texts_of(body)[:1]
+    assert role == "system" and "## Final answer" in system and '"order_id"' in system
