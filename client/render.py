@@ -248,8 +248,8 @@ def print_state(run_id: str, state: RunState, ui_url: str | None, out: TextIO, *
         print(f"retrying: {_clip(note, 600)}", file=out)
     if state.waiting:
         print(f"waiting: {_clip(state.waiting, 600)}", file=out)
-    for note in state.notes:  # what was sent to the run that it could not use
-        print(f"ignored: {_clip(note.text, 600)}", file=out)
+    for ignored in state.notes:  # what was sent to the run that it could not use
+        print(f"ignored: {_clip(ignored.text, 600)}", file=out)
     if state.offline:
         print(f"note: {state.offline}", file=out)
     if ui_url:

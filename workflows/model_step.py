@@ -125,10 +125,10 @@ class ModelStep:
                 record.ended_at = workflow.now()
                 if refusal is None and self._cut_short_by_the_deadline(err, request.deadline, schedule_to_close):
                     limit = self._agent.budgets.max_seconds
-                    budget = "inherited" if limit is None else f"max_seconds={limit:g}"
+                    which = "inherited" if limit is None else f"max_seconds={limit:g}"
                     raise ModelFailed(
                         f"model call at step {state.step} failed every attempt within the wall-clock budget "
-                        f"({budget}): {record.error}",
+                        f"({which}): {record.error}",
                         "max_seconds",
                     ) from err
                 raise ModelFailed(f"model call at step {state.step} failed: {record.error}") from err
