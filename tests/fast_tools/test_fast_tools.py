@@ -6,16 +6,20 @@ events and a round trip through the server; the model reads its result, or its e
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
+from stalwart.activities.tool_activities import HEARTBEAT_EVERY_SECONDS
 from stalwart.activities.tools import tool
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import RUN_TOOL_ACTIVITY
 from stalwart.workflows import AgentWorkflow
+
+from support.approvals import until_pending
 
 
 @tool(fast=True)
@@ -119,3 +123,45 @@ async def test_a_run_with_a_fast_tool_replays(stalwart, worker_with):
 def test_a_fast_tools_spec_says_so_and_an_ordinary_ones_leaves_it_out_of_its_json():
     assert halve.spec().fast
     assert "fast" not in json.loads(tool(lambda: None, name="plain").spec().model_dump_json())
+
+
+@tool(fast=True)
+async def pause_then_answer(seconds: float) -> str:
+    """Wait, then answer.
+
+    Args:
+        seconds: How long to wait.
+    """
+    await asyncio.sleep(seconds)
+    return f"waited {seconds:g} s"
+
+
+async def test_a_fast_tool_that_outlasts_a_heartbeat_interval_still_answers(stalwart, worker_with):
+    wait = HEARTBEAT_EVERY_SECONDS + 0.5  # the tool activity would heartbeat meanwhile; a local one has none
+    spec = agent(ScriptedToolCall(name="pause_then_answer", arguments={"seconds": wait}), tools=["pause_then_answer"])
+    async with worker_with(pause_then_answer):
+        result = await stalwart.run(spec, "wait")
+    assert result.steps[2].result == f"waited {wait:g} s"
+
+
+@tool(fast=True, requires_approval=True)
+def stamp(word: str) -> str:
+    """Stamp a word; a person approves every call first.
+
+    Args:
+        word: The word to stamp.
+    """
+    return f"[{word}]"
+
+
+async def test_a_fast_tool_that_needs_approval_waits_for_it_then_runs_as_a_local_activity(stalwart, worker_with):
+    spec = agent(ScriptedToolCall(name="stamp", arguments={"word": "ok"}, id="s1"), tools=["stamp"])
+    async with worker_with(stamp):
+        handle = await stalwart.start(spec, "stamp it")
+        pending = await until_pending(handle)
+        await handle.approve("s1")
+        result = await handle.result()
+        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+    assert [p.tool_name for p in pending] == ["stamp"]
+    assert result.steps[2].result == "[ok]"
+    assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
