@@ -340,9 +340,16 @@ def _validate_object(
 # -- what a provider may be told -------------------------------------------------
 
 
+NOT_STRICT = frozenset(
+    ("minLength", "maxLength", "allOf", "not", "oneOf", "if", "then", "else", "dependentRequired", "dependentSchemas")
+)
+"""Keywords OpenAI's strict mode refuses: a schema with one is sent without `strict` (the run still enforces them)."""
+
+
 def strict_compatible(schema: dict[str, Any]) -> bool:
     """Whether OpenAI's strict structured outputs take `schema` as it is: every object closed
-    (`additionalProperties: false`) with all its properties required, and a root that is an object."""
+    (`additionalProperties: false`) with all its properties required, a root that is an object, and no keyword
+    strict mode refuses (`NOT_STRICT`)."""
     if schema.get("type") != "object":
         return False
     todo: list[Any] = [schema]
@@ -353,6 +360,8 @@ def strict_compatible(schema: dict[str, Any]) -> bool:
             continue
         if not isinstance(item, dict):
             continue
+        if NOT_STRICT & set(item):
+            return False
         if item.get("type") == "object" or "properties" in item:
             properties = item.get("properties") or {}
             if item.get("additionalProperties") is not False or set(item.get("required") or ()) != set(properties):

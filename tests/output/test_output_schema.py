@@ -101,6 +101,12 @@ def test_a_schema_is_strict_only_when_every_object_is_closed_and_fully_required(
     assert not strict_compatible(ORDER)  # pydantic leaves objects open and `note` optional
 
 
+def test_a_schema_with_a_keyword_strict_mode_refuses_is_not_strict():
+    closed = {"type": "object", "properties": {"a": {}}, "required": ["a"], "additionalProperties": False}
+    assert strict_compatible(closed)
+    assert not strict_compatible({**closed, "properties": {"a": {"type": "string", "maxLength": 200}}})
+
+
 def test_a_pydantic_schema_is_a_schema():
     assert schema_problems(ORDER) == []
 
