@@ -297,6 +297,9 @@ async def test_a_close_signal_with_arguments_it_does_not_take_still_closes_the_s
     kinds = _kinds(random.Random(0))
     await _from_another_sdk(dev_env.client, session.run_id, "signal", "close", [kinds[8], kinds[0]])
     handle = dev_env.client.get_workflow_handle(session.run_id, result_type=AgentResult)
+    await _no_failed_workflow_task_after_the_last_signal(handle)
+    last = (await handle.fetch_history()).events[-1]
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED  # closed by the task that read it
     result = await handle.result()
     assert result.stop_reason == "closed"
 
