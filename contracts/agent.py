@@ -826,6 +826,16 @@ class AgentSpec(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _output_name_free(self) -> AgentSpec:
+        # Where the schema is offered as the final-answer tool, a tool of the same name could not be told from it.
+        if self.output is not None and self.output.name in {*self.tools, *(sub.name for sub in self.sub_agents)}:
+            raise ValueError(
+                f"[output] name {self.output.name!r} is also the name of one of the agent's tools; set `name` under "
+                "[output] to another (it names the final-answer tool)"
+            )
+        return self
+
     @field_validator("mcp_servers")
     @classmethod
     def _server_names_unique(cls, value: list[McpStdioServer | McpHttpServer]) -> list[McpStdioServer | McpHttpServer]:

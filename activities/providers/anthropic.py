@@ -47,7 +47,8 @@ class AnthropicProvider:
             lambda client: client.messages.create,
             lambda events, model, target: _fold(events, observer, model, target),
         )
-        return structured.answered(structured.asked(context), turn)
+        output = structured.asked(context)
+        return structured.answered(output, turn, final_tool=output is not None and _final_tool_used(output))
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
         """The keyword arguments of `messages.create`."""
@@ -71,16 +72,27 @@ class AnthropicProvider:
         return request
 
 
+def _output_format(output: OutputSpec) -> dict[str, Any] | None:
+    """The `output_config.format` of Anthropic's structured output: the schema as the SDK's own `transform_schema`
+    rewrites it (constraints it cannot enforce move into descriptions); None for a schema it cannot take (no
+    `type`), which the final-answer tool asks for instead."""
+    try:
+        return {"type": "json_schema", "schema": anthropic.transform_schema(structured.sent_schema(output))}
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _final_tool_used(output: OutputSpec) -> bool:
+    return _output_format(output) is None
+
+
 def _ask_for_output(request: dict[str, Any], output: OutputSpec, *, offers_tools: bool) -> None:
     """Anthropic's structured output; for a schema it cannot take, the final-answer tool: forced when it is the
     only tool offered, else offered beside the others for the model to call when it has the answer."""
-    try:  # the SDK's own rewrite of a schema into what its structured output takes (constraints into descriptions)
-        request["output_config"] = {
-            "format": {"type": "json_schema", "schema": anthropic.transform_schema(structured.sent_schema(output))}
-        }
+    form = _output_format(output)
+    if form is not None:
+        request["output_config"] = {"format": form}
         return
-    except (ValueError, TypeError, KeyError):  # a schema it cannot take (no `type`): the final-answer tool
-        pass
     final = structured.final_tool(output)
     if offers_tools:
         request["tools"] = [*request["tools"], final]

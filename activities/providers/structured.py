@@ -98,12 +98,13 @@ def final_tool(output: OutputSpec) -> dict[str, Any]:
     }
 
 
-def answered(output: OutputSpec | None, turn: AssistantTurn) -> AssistantTurn:
-    """The turn with its answer as the workflow reads it: a final-answer tool call made the text, a wrapped answer
-    unwrapped. Other tool calls of the same turn are kept (they run first; the model answers again after)."""
+def answered(output: OutputSpec | None, turn: AssistantTurn, *, final_tool: bool = False) -> AssistantTurn:
+    """The turn with its answer as the workflow reads it: a wrapped answer unwrapped, or, where the provider was
+    offered the final-answer tool (`final_tool`), a call of it made the text. Other tool calls of the same turn are
+    kept (they run first; the model answers again after)."""
     if output is None:
         return turn
-    finals = [call for call in turn.tool_calls if call.name == output.name]
+    finals = [call for call in turn.tool_calls if call.name == output.name] if final_tool else []
     if finals:
         rest = [call for call in turn.tool_calls if call.name != output.name]
         if rest:  # answered alongside other calls: those run, and the answer comes in a later turn

@@ -115,3 +115,10 @@ def test_a_schema_over_the_size_limit_is_refused():
 def test_an_unknown_structured_output_mode_is_refused():
     with pytest.raises(ValidationError, match="`extra.structured_output` says how \\[output\\] is asked for"):
         AgentSpec(name="a", extra={"structured_output": "json"})
+
+
+def test_an_output_named_as_one_of_the_agents_tools_is_refused(tmp_path, capsys):
+    path = tmp_path / "agent.toml"
+    path.write_text('name = "a"\ntools = ["calculator"]\n[output]\nname = "calculator"\n' + GOOD_SCHEMA)
+    assert main(["check", str(path)]) == EXIT_USAGE
+    assert "[output] name 'calculator' is also the name of one of the agent's tools" in capsys.readouterr().err
