@@ -7,6 +7,7 @@ import uuid
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from tools_for_agents import lookup_order
 from users_workflows import AskAgent, TalksToASession
 
 from stalwart import StalwartPlugin
@@ -77,3 +78,41 @@ async def test_a_workflow_talks_to_a_session_turn_by_turn(time_skipping_env: Wor
             TalksToASession.run, args=[agent, "one", "two"], id=f"talk-{uuid.uuid4()}", task_queue=task_queue
         )
     assert answers == ["first answer", "second answer", "closed"]
+
+
+def order_agent() -> AgentSpec:
+    return AgentSpec(
+        name="orders",
+        tools=[lookup_order],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="lookup_order", arguments={"order_id": "A-1001"})]),
+            ScriptedReply(text="A-1001 is a kettle for 39.50, delivered."),
+        ],
+    )
+
+
+async def test_tools_given_as_functions_are_registered_by_the_plugin_given_the_agent(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    agent = order_agent()
+    client = time_skipping_env.client
+    async with _worker(client, task_queue, agents=[agent]):
+        result = await client.execute_workflow(
+            AskAgent.run, args=[agent, "What is order A-1001?"], id=f"ask-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert result.stop_reason == "done", result.error
+    [call] = [s for s in result.steps if s.role == "tool"]
+    assert (call.tool_name, call.error) == ("lookup_order", None)
+    assert '"item": "kettle"' in (call.result or "")
+
+
+async def test_a_tool_no_worker_registered_is_named_with_how_to_register_it(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):  # the plugin is not given the agent
+        result = await client.execute_workflow(
+            AskAgent.run, args=[order_agent(), "What is A-1001?"], id=f"ask-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert result.stop_reason == "error"
+    assert "lookup_order" in (result.error or "") and "StalwartPlugin(agents=[agent])" in (result.error or "")

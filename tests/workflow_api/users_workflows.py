@@ -48,7 +48,7 @@ class ContinuesWhileTheAgentRuns:
     """Starts an agent, continues as new carrying its id, and the next run awaits it."""
 
     @workflow.run
-    async def run(self, agent: AgentSpec, goal: str, agent_id: str = "") -> AgentResult:
+    async def run(self, agent: AgentSpec, goal: str, agent_id: str) -> AgentResult:
         if not agent_id:
             handle: AgentHandle[None] = await start_agent(agent, goal)
             workflow.continue_as_new(args=[agent, goal, handle.id])
@@ -56,12 +56,13 @@ class ContinuesWhileTheAgentRuns:
 
 
 @workflow.defn
-class AwaitsWithATimer:
-    """Runs an agent for as long as the workflow has; the caller gives the workflow an execution timeout."""
+class StartsAndWaits:
+    """Starts an agent that outlives this workflow (`ABANDON`) and awaits it; the caller may give the workflow an
+    execution timeout, or cancel it."""
 
     @workflow.run
     async def run(self, agent: AgentSpec, goal: str) -> AgentResult:
-        return await execute_agent(agent, goal)
+        return await (await start_agent(agent, goal, id=f"{workflow.info().workflow_id}/agent"))
 
 
 @workflow.defn
