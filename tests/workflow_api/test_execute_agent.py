@@ -8,14 +8,14 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from tools_for_agents import lookup_order
-from users_workflows import AskAgent, TalksToASession
+from users_workflows import AskAgent, AskForVerdict, TalksToASession
 
 from stalwart import StalwartPlugin
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.run import AgentResult
 
-WORKFLOWS = [AskAgent, TalksToASession]
+WORKFLOWS = [AskAgent, AskForVerdict, TalksToASession]
 
 
 def calculator_agent() -> AgentSpec:
@@ -116,3 +116,15 @@ async def test_a_tool_no_worker_registered_is_named_with_how_to_register_it(
         )
     assert result.stop_reason == "error"
     assert "lookup_order" in (result.error or "") and "StalwartPlugin(agents=[agent])" in (result.error or "")
+
+
+async def test_a_workflow_gets_the_agents_answer_as_an_instance_of_its_output_type(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    agent = AgentSpec(name="judge", scripted=[ScriptedReply(text='{"approved": true, "reason": "delivered broken"}')])
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):
+        said = await client.execute_workflow(
+            AskForVerdict.run, args=[agent, "Refund order A-1001?"], id=f"verdict-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert said == "approved=True: delivered broken"
