@@ -14,6 +14,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import Message
     from stalwart.contracts.output_schema import answer_value, validation_errors
     from stalwart.contracts.run import StopReason
     from stalwart.workflows.chain import Chain
@@ -52,10 +53,11 @@ def settle(agent: AgentSpec, chain: Chain, turn: Turn, text: str) -> tuple[StopR
         chain.steps[-1].final = True
         return "done", None
     listed = "\n".join(f"- {problem}" for problem in problems)
+    # The step log says why the answer was refused, on the model's step: a user step would read as the person's.
+    chain.steps[-1].error = f"the answer does not fit [output]:\n{listed}"
     if progress.output_retries < output.retries:
         progress.output_retries += 1
-        # Recorded as a user message: the step log shows why the model was asked again.
-        chain.record_user_message(RETRY_PROMPT.format(problems="\n" + listed), workflow.now())
+        state.unsent.append(Message(role="user", content=RETRY_PROMPT.format(problems="\n" + listed)))
         return None, None
     state.answer = text
     chain.steps[-1].final = True

@@ -28,5 +28,5 @@ async def test_run_json_prints_the_output_of_the_example_agent(dev_env, task_que
     result = json.loads(ran.stdout)
     assert result["stop_reason"] == "done"
     assert result["output"] == {"order_id": "A-1042", "amount": 19.99, "reason": "one of two items arrived broken"}
-    sent_back = [step["content"] for step in result["steps"] if step["role"] == "user"][1:]
-    assert len(sent_back) == 1 and "missing required property amount" in sent_back[0]
+    refused = [step["error"] for step in result["steps"] if step["role"] == "assistant" and step.get("error")]
+    assert len(refused) == 1 and "missing required property amount" in refused[0]

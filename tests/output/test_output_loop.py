@@ -48,13 +48,24 @@ async def test_an_invalid_answer_is_sent_back_with_the_errors_then_a_valid_one_e
     async with worker_with():
         handle = await stalwart.start(refunder('{"order_id": 7}', VALID), "refund order 7")
         result = await handle.result()
-        events = [event.content for event in await handle.events()]
+        model_input = await handle.model_input(2)
     assert (result.stop_reason, result.output) == ("done", {"order_id": "7", "amount": 12.5})
-    assert sum(s.role == "assistant" for s in result.steps) == 2
-    told = [text for text in events if "not the output asked for" in text]
-    assert len(told) == 1
-    assert "`$.order_id`: expected string, got a number 7" in told[0]
-    assert "missing required property amount" in told[0]
+    assert [s.role for s in result.steps] == ["user", "assistant", "assistant"]
+    told = model_input.messages[-1]
+    assert told.role == "user" and "not the output asked for" in told.content
+    assert "`$.order_id`: expected string, got a number 7" in told.content
+    assert "missing required property amount" in told.content
+
+
+async def test_the_step_log_says_why_an_answer_was_refused(stalwart, worker_with):
+    async with worker_with():
+        handle = await stalwart.start(refunder('{"order_id": 7, "amount": 1}', VALID), "refund order 7")
+        result = await handle.result()
+        events = await handle.events()
+    refused = result.steps[1]
+    assert (refused.role, refused.final) == ("assistant", False)
+    assert refused.error == "the answer does not fit [output]:\n- `$.order_id`: expected string, got a number 7"
+    assert [event.event_type for event in events] == ["user_message", "error", "agent_response"]
 
 
 async def test_an_answer_that_is_not_json_is_retried(stalwart, worker_with):
