@@ -24,6 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.client import Client, WorkflowHistory
+from temporalio.common import RawValue
 from temporalio.converter import DataConverter
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Replayer
@@ -414,7 +415,10 @@ async def _unreadable(history: WorkflowHistory, converter: DataConverter) -> str
                 f"the workers' keys ({KEYS_VAR} or {KEY_FILE_VAR})"
             )
         try:
-            await converter.decode(payloads)
+            # Fetched from storage and opened by the codec only: what a client sent may be any bytes (invalid JSON,
+            # a lone surrogate), which the workflow takes raw and notes, so only a missing key or stored payload
+            # makes a history unreadable here.
+            await converter.decode(payloads, [RawValue] * len(payloads))
         except Exception as err:
             return (
                 f"a payload of event {event.event_id} cannot be decoded here ({innermost_message(err)}): replay "

@@ -323,3 +323,28 @@ async def test_show_reads_a_history_of_unusable_signals_while_no_worker_runs(cli
     assert "ignored: message signal ignored: it takes one JSON string; it got 2 arguments" in shown
     assert shown.count("<undecodable payload: ") == 3, shown
     assert events.count(" error ") == 4 and "hello there" in events, events
+
+
+def _stalwart(*args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*STALWART, *args], capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+@pytest.mark.slow
+async def test_history_export_and_replay_read_a_session_that_was_sent_unusable_signals(
+    session, dev_env, task_queue, tmp_path
+):
+    """A history holding whatever other clients sent (two arguments, a lone surrogate, invalid JSON, an unknown
+    encoding) is exported and replays against this code without a divergence or a traceback."""
+    kinds = {kind.name: kind for kind in _kinds(random.Random(0))}
+    handle = dev_env.client.get_workflow_handle(session.run_id)
+    for sent in (["text", "text"], ["lone surrogate"], ["invalid json"], ["unknown encoding"], ["text"]):
+        await _from_another_sdk(dev_env.client, session.run_id, "signal", "message", [kinds[k] for k in sent])
+        await _no_failed_workflow_task_after_the_last_signal(handle)
+    await session.send("and now?")
+    where = ["--address", dev_env.address, "--task-queue", task_queue]
+    exported = await asyncio.to_thread(_stalwart, "history", "export", session.run_id, "-o", str(tmp_path), *where)
+    replayed = await asyncio.to_thread(_stalwart, "replay", str(tmp_path), *where)
+    assert exported.returncode == 0, exported.stderr
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
