@@ -284,6 +284,7 @@ class RunReader:
             steps=result.steps,
             usage=result.usage,
             answer=result.answer,
+            output=result.output,
             error=result.error,
             session=run_input.session,
             turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,

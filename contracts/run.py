@@ -135,6 +135,8 @@ class RunState(Contract):
     """Cycles, tokens, latency per tool and totals (seed 002), so far; `RunHandle.state()` fills them in."""
     offline: str | None = None
     """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
+    output: Any | None = None
+    """The latest answer's validated JSON, for an agent with `[output]` (`AgentResult.output`)."""
     waiting: str | None = None
     """What the run waits out right now on a durable timer, if anything: a provider's Retry-After, who asked, how
     long, until when (`stalwart show` and `run` say it; nothing else would for minutes)."""

@@ -354,6 +354,7 @@ class AgentWorkflow:
             steps=self._chain.steps,
             usage=state.usage,
             answer=state.answer,
+            output=state.output,
             error=self._error,
             session=self._input.session,
             turns=state.turns,

@@ -54,3 +54,14 @@ async def test_each_session_turn_has_its_own_output(stalwart, worker_with):
     assert [s.role for s in second.steps] == ["user", "assistant", "assistant"]
     assert (second.steps[1].error or "").startswith("the answer does not fit [output]")
     assert closed.output == {"order_id": "2", "amount": 2}
+
+
+async def test_the_runs_state_shows_its_output_live_and_once_closed(stalwart, worker_with):
+    async with worker_with():
+        session = await stalwart.start_session(agent('{"order_id": "7", "amount": 12.5}'))
+        await session.send("refund order 7")
+        live = await session.state()  # the session is open: its worker answers the query
+        await session.close()
+        closed = await session.state()  # read from the closed run's result
+    assert live.status == "waiting"
+    assert live.output == closed.output == {"order_id": "7", "amount": 12.5}
