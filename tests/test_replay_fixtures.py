@@ -52,6 +52,7 @@ CAPABILITIES_RECORDED = {
     "session_message_signalled_while_closing",
     "session_message_signalled_with_close",
     "typed_output_retried",
+    "agent_in_a_users_workflow",  # recorded by tests/fixtures/record_users_workflow.py, with its parent's history
 }
 
 
