@@ -12,12 +12,15 @@ as JSON Schema says; a keyword that is none of these but close to one (`properte
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any, TypeGuard
 
 from pydantic import PydanticUserError, TypeAdapter
+from pydantic_core import SchemaError, SchemaValidator, ValidationError, core_schema
 
 from stalwart.contracts.errors import UsageError
 
@@ -263,7 +266,7 @@ def _validate_string(value: str, schema: dict[str, Any], at: str, errors: list[s
         errors.append(f"`{at}`: {len(value)} characters, fewer than the {schema['minLength']} required")
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         errors.append(f"`{at}`: {len(value)} characters, more than the {schema['maxLength']} allowed")
-    if "pattern" in schema and re.search(schema["pattern"], value) is None:
+    if "pattern" in schema and not matches(schema["pattern"], value):
         errors.append(f"`{at}`: {_shown(value)} does not match the pattern {schema['pattern']!r}")
 
 
@@ -324,7 +327,7 @@ def _validate_object(
     extra = schema.get("additionalProperties", True)
     for name, item in value.items():
         where = f"{at}.{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"{at}[{json.dumps(name)}]"
-        matched = [sub for pattern, sub in patterns.items() if re.search(pattern, name)]
+        matched = [sub for pattern, sub in patterns.items() if matches(pattern, name)]
         if name in properties:
             _validate(item, properties[name], where, root, errors)
         for sub in matched:
@@ -335,6 +338,33 @@ def _validate_object(
                 errors.append(f"`{at}`: property {name!r} is not allowed (allowed: {allowed})")
             elif isinstance(extra, dict):
                 _validate(item, extra, where, root, errors)
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(pattern: str) -> Callable[[str], bool]:
+    """A search for `pattern`, in linear time where it can be: Rust's regex engine (pydantic-core's) has no
+    backtracking, so no answer, however long or crafted, can hold the workflow task in a catastrophic match
+    (`(a+)+$` against `aaaa...b`). A pattern that engine cannot run (a lookaround, a backreference) is searched with
+    Python's `re`."""
+    try:
+        validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+    except SchemaError:
+        compiled = re.compile(pattern)
+        return lambda text: compiled.search(text) is not None
+
+    def search(text: str) -> bool:
+        try:
+            validator.validate_python(text)
+        except ValidationError:
+            return False
+        return True
+
+    return search
+
+
+def matches(pattern: str, text: str) -> bool:
+    """Whether `pattern` matches anywhere in `text`, as JSON Schema's `pattern` says."""
+    return _matcher(pattern)(text)
 
 
 # -- what a provider may be told -------------------------------------------------

@@ -116,3 +116,15 @@ def test_an_extension_keyword_is_left_alone_but_a_misspelt_one_is_not():
     assert schema_problems({"type": "object", "requird": []}) == [
         "`#`: `requird` is no JSON Schema keyword; did you mean `required`?"
     ]
+
+
+def test_a_pattern_that_backtracks_catastrophically_in_python_is_searched_in_linear_time():
+    """Python's `re` takes about 2**n steps for `(a+)+$` against n a's and a b; the workflow task would never end."""
+    [error] = validation_errors("a" * 5000 + "b", {"type": "string", "pattern": "(a+)+$"})
+    assert error.endswith("does not match the pattern '(a+)+$'")
+
+
+def test_a_pattern_with_a_lookaround_still_works():
+    schema = {"type": "string", "pattern": "^(?!admin)"}
+    assert validation_errors("root", schema) == []
+    assert len(validation_errors("admin", schema)) == 1
