@@ -17,6 +17,7 @@ from stalwart.activities import pricing, protocols, providers, telemetry
 from stalwart.activities import usage as token_usage
 from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.context_window import model_window, overflows, summary_context
+from stalwart.activities.in_flight import InFlight
 from stalwart.activities.providers.base import ModelError, ModelGarbledError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
@@ -48,6 +49,8 @@ class ModelActivities:
         self._failed: OrderedDict[tuple[str | None, str], Usage] = OrderedDict()
         """What failed attempts of a call spent, by (run id, activity id): the tokens the provider reported before
         the attempt failed were billed, so the attempt that succeeds counts them in its turn's usage."""
+        self._in_flight: InFlight[AssistantTurn] = InFlight()
+        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it."""
 
     @property
     def transcripts(self) -> TranscriptStore:
@@ -79,6 +82,11 @@ class ModelActivities:
                 info.attempt,
             )
             return self._finished[key]
+        what = f"the model call of step {request.step}"
+        return await self._in_flight.run(key, lambda: self._asked_and_kept(request, key), what=what)
+
+    async def _asked_and_kept(self, request: ModelRequest, key: tuple[str | None, str]) -> AssistantTurn:
+        """Ask the model, and keep the turn here for a later attempt of the call."""
         with telemetry.model_call(request.step) as observed, token_usage.metered() as reported:
             turn = observed.turn(await self._model_turn(request, observed, reported))
         failed = self._failed.pop(key, None)

@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from stalwart.activities import telemetry
 from stalwart.activities.budget_guard import refuse_after
 from stalwart.activities.heartbeats import heartbeating
+from stalwart.activities.in_flight import InFlight
 from stalwart.activities.mcp import (
     McpConfigError,
     McpHandshakeTimeout,
@@ -78,6 +79,8 @@ class ToolActivities:
         self._finished: OrderedDict[tuple[str | None, str], ToolResult] = OrderedDict()
         """Results of calls this worker finished, by (run id, activity id): a completion lost to a server outage
         (the SDK stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
+        self._in_flight: InFlight[ToolResult] = InFlight()
+        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it."""
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
@@ -114,7 +117,7 @@ class ToolActivities:
         """Run one tool call; its latency and errors are counted in the worker's metrics.
 
         An attempt of a call this worker already finished (its completion never reached the server)
-        returns that result instead of running the tool again.
+        returns that result instead of running the tool again, and one of a call it still runs waits for it.
         """
         info = activity.info()
         key = (info.workflow_run_id, info.activity_id)
@@ -126,6 +129,11 @@ class ToolActivities:
                 info.attempt,
             )
             return self._finished[key]
+        what = f"tool call {request.call.name}"
+        return await self._in_flight.run(key, lambda: self._run_kept(request, key), what=what)
+
+    async def _run_kept(self, request: ToolRequest, key: tuple[str | None, str]) -> ToolResult:
+        """Run the call, and keep its result here for a later attempt of it."""
         with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
             result = observed.result(await self._run_tool(request))
         if request.chain_id is not None and self._transcripts is not None:

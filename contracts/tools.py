@@ -9,6 +9,9 @@ from pydantic import Field
 from stalwart.contracts.agent import MAX_SECONDS, McpServerSpec, SubAgent
 from stalwart.contracts.wire import Compact
 
+DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 5.0
+"""A tool call's default heartbeat timeout: a killed worker's call runs again elsewhere within seconds."""
+
 
 class ToolSpec(Compact):
     """A tool as the loop knows it: enough to show it to a model and to schedule it.
@@ -28,9 +31,12 @@ class ToolSpec(Compact):
     recorded as a marker, at most `policies.FAST_TOOL_TIMEOUT` an attempt, no heartbeats. For quick pure functions
     (a calculator); docs/agents-and-tools.md says what else it changes."""
     timeout_seconds: float = Field(300.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    heartbeat_timeout_seconds: float = Field(30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    """How soon a silent (crashed) worker's call is retried elsewhere. It must outlast a server outage too: a call
-    whose heartbeats could not reach the server for longer is run again when the server is back."""
+    heartbeat_timeout_seconds: float = Field(
+        DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, gt=0, le=MAX_SECONDS, allow_inf_nan=False
+    )
+    """How soon a silent (crashed) worker's call is retried elsewhere. A server outage longer than this does not run
+    a call again on the worker that ran it: that worker answers the new attempt with the call's result, or joins the
+    call if it still runs (`activities/in_flight.py`)."""
     bindings: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> run input name; bound parameters are filled from the run's inputs."""
     server: McpServerSpec | None = None

@@ -32,9 +32,8 @@ def _append_line(path: Path, line: str) -> None:
         os.fsync(out.fileno())
 
 
-# A killed worker's call is noticed by its missing heartbeats: 10 s (the default is 30 s, to outlast short server
-# outages) keeps the crash test quick.
-@tool(side_effecting=True, heartbeat_timeout_seconds=10)
+# A killed worker's call is noticed by its missing heartbeats, after the default heartbeat timeout (5 s).
+@tool(side_effecting=True)
 async def append_record(value: str, context: ToolContext) -> str:
     """Append a record to the run's records file, once per call even if the call is retried.
 

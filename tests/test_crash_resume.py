@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 from stalwart.client.api import RunHandle, StalwartClient
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.run import AgentResult
+from stalwart.contracts.tools import DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
 
 TESTS_DIR = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3", "r4"]
@@ -80,6 +82,13 @@ async def _result_while_alive(run: RunHandle, worker: subprocess.Popen[bytes], l
     return result.result()
 
 
+async def _seconds_until_run_by(worker: subprocess.Popen[bytes], records: Path, since: float) -> float:
+    """How long after `since` (time.monotonic) `worker` started a call."""
+    while not any(line.split()[-1] == str(worker.pid) for line in _lines(attempts_file(records))):
+        await asyncio.sleep(0.05)
+    return time.monotonic() - since
+
+
 def _recorder_agent() -> AgentSpec:
     return AgentSpec(
         name="recorder",
@@ -104,13 +113,16 @@ async def test_run_killed_with_its_worker_is_finished_by_another_and_its_finishe
         run = await stalwart.start(_recorder_agent(), "Record r1 to r4.", inputs={"records_file": str(records)})
         await _until_a_call_runs_after_a_finished_one(records, first, tmp_path / "worker-1.log")
         os.kill(first.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
         first.wait()
         finished_before_kill = _lines(records)
         assert (
             await dev_env.client.get_workflow_handle(run.run_id).describe()
         ).status == WorkflowExecutionStatus.RUNNING
         second = _start_worker(address, task_queue, tmp_path / "worker-2.log")
+        recovered = asyncio.ensure_future(_seconds_until_run_by(second, records, killed_at))
         result = await _result_while_alive(run, second, tmp_path / "worker-2.log")
+        print(f"\nthe call in flight ran again {await recovered:.1f} s after its worker was killed")
     finally:
         _stop(first)
         _stop(second)
@@ -146,3 +158,9 @@ async def test_run_killed_with_its_worker_is_finished_by_another_and_its_finishe
     )
     assert len(tool_activities) == len(VALUES)
     assert all(completions[event_id] == 1 for event_id in tool_activities)
+    # The killed worker's call was given up on after its heartbeat timeout, the default's few seconds.
+    assert {
+        e.activity_task_scheduled_event_attributes.heartbeat_timeout.ToTimedelta().total_seconds()
+        for e in history.events
+        if e.event_id in tool_activities
+    } == {DEFAULT_HEARTBEAT_TIMEOUT_SECONDS}

@@ -5,8 +5,9 @@ side-effecting tool must use its idempotency key (docs/agents-and-tools.md, "Wha
 fault").
 What Stalwart adds: a call that finished while the server was down is not run again. Its worker reports the
 result for about 10 s and then gives up (the SDK's limit), so when the server is back the call times out on
-its heartbeats and comes back as a new attempt; the worker that finished it answers that attempt with the
-result it kept, without running the tool again.
+its heartbeats (5 s, so a killed worker's call soon runs elsewhere) and comes back as a new attempt; the worker
+that finished it answers that attempt with the result it kept, without running the tool again. A call still
+running when the server is back times out alike, and its new attempt joins it on that worker.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from stalwart.activities.tools.registry import ToolContext, tool
 from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.run import AgentResult
 from stalwart.workers.dev_server import DevServer, free_port
 from stalwart.workers.plugin import default_tool_registry
 from stalwart.workers.search_attributes import ensure_search_attributes
 from stalwart.workers.worker import build_worker
 
-OUTAGE_SECONDS = 20
+OUTAGE_SECONDS = 30
 started = asyncio.Event()
 runs: list[str] = []  # the idempotency key of every execution of `slow_write`
+work_seconds = 1.0
 
 
 @tool(side_effecting=True)
@@ -41,7 +44,7 @@ async def slow_write(value: str, context: ToolContext) -> str:
     """
     runs.append(context.idempotency_key)
     started.set()
-    await asyncio.sleep(1)  # finishes while the server is down
+    await asyncio.sleep(work_seconds)
     return f"wrote {value}"
 
 
@@ -51,8 +54,11 @@ def _kill(server: DevServer) -> None:
     server.process.wait()
 
 
-@pytest.mark.slow
-async def test_server_outage_a_tool_call_finished_during_a_20_s_outage_is_not_run_again(tmp_path: Path):
+async def _write_across_an_outage(tmp_path: Path, seconds_of_work: float) -> tuple[AgentResult, list[int]]:
+    """A run whose one tool call works `seconds_of_work` from the moment the server dies for OUTAGE_SECONDS: its
+    result, and the attempts of its activities as history recorded them."""
+    global work_seconds
+    work_seconds = seconds_of_work
     runs.clear()
     started.clear()
     port, db = free_port(), tmp_path / "temporal.db"
@@ -75,7 +81,7 @@ async def test_server_outage_a_tool_call_finished_during_a_20_s_outage_is_not_ru
         async with build_worker(client, task_queue="outage", registry=registry):
             handle = await StalwartClient(client, task_queue="outage").start(agent, "write v1")
             await started.wait()
-            _kill(server)  # the server dies while the tool runs; it finishes during the outage
+            _kill(server)  # the server dies while the tool runs
             await asyncio.sleep(OUTAGE_SECONDS)
             again = DevServer(port=port, ui_port=None, db_file=db)
             await again.start()
@@ -91,5 +97,23 @@ async def test_server_outage_a_tool_call_finished_during_a_20_s_outage_is_not_ru
         if e.HasField("activity_task_started_event_attributes")
     ]
     print(f"\ntool executions across a {OUTAGE_SECONDS} s server outage: {len(runs)}; activity attempts: {attempts}")
+    return result, attempts
+
+
+@pytest.mark.slow
+async def test_server_outage_a_tool_call_finished_during_a_30_s_outage_is_not_run_again(tmp_path: Path):
+    result, _ = await _write_across_an_outage(tmp_path, seconds_of_work=1)  # finishes while the server is down
     assert (result.stop_reason, result.answer) == ("done", "wrote v1")
+    assert len(runs) == 1
+
+
+@pytest.mark.slow
+async def test_server_outage_a_tool_call_still_running_when_the_server_is_back_is_joined_not_run_again(
+    tmp_path: Path,
+):
+    """The server comes back and times out the attempt (its heartbeats could not reach it): the new attempt, on the
+    same worker, waits for the call still running there."""
+    result, attempts = await _write_across_an_outage(tmp_path, seconds_of_work=OUTAGE_SECONDS + 10)
+    assert (result.stop_reason, result.answer) == ("done", "wrote v1")
+    assert max(attempts) > 1, "the server gave up on the attempt it could not hear from"
     assert len(runs) == 1

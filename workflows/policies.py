@@ -12,10 +12,11 @@ from temporalio.common import RetryPolicy
 
 MODEL_START_TO_CLOSE = timedelta(minutes=5)
 MODEL_SCHEDULE_TO_CLOSE = timedelta(minutes=30)
-MODEL_HEARTBEAT = timedelta(seconds=30)
-"""The activity heartbeats every second while it waits (more often while text streams); a dead worker shows
-within 30 s, and a server outage shorter than that does not make the server give up on a call whose worker could
-not heartbeat meanwhile (it would run again)."""
+MODEL_HEARTBEAT = timedelta(seconds=5)
+"""The activity heartbeats every second while it waits (more often while text streams), so a dead worker's call
+runs again elsewhere within seconds. A server outage longer than this makes the server give up on the attempt of
+a call whose worker could not heartbeat meanwhile; the new attempt, on that worker, is answered with the call's
+kept result, or joins the call still running (`activities/in_flight.py`): no tokens are spent twice."""
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from stalwart.contracts.agent import MAX_SECONDS
 from stalwart.contracts.errors import InfrastructureError, UsageError
-from stalwart.contracts.tools import ToolSpec
+from stalwart.contracts.tools import DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, ToolSpec
 
 
 class RetryableToolError(InfrastructureError):
@@ -72,7 +72,7 @@ class Tool:
     side_effecting: bool = False
     requires_approval: bool = False
     timeout_seconds: float = 300.0
-    heartbeat_timeout_seconds: float = 30.0
+    heartbeat_timeout_seconds: float = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
     kind: str = "function"
     fast: bool = False
 
@@ -131,7 +131,7 @@ def tool(
     side_effecting: bool = False,
     requires_approval: bool = False,
     timeout_seconds: float = 300.0,
-    heartbeat_timeout_seconds: float = 30.0,
+    heartbeat_timeout_seconds: float = DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
     kind: str = "function",
     fast: bool = False,
 ) -> Any:
