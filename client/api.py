@@ -381,14 +381,16 @@ class StalwartClient:
         *,
         agent: AgentSpec | str | Path | None = None,
         inputs: dict[str, Any] | None = None,
+        output_type: Any = None,
     ) -> AgentResult:
-        """Send a message to a session and wait for its turn's result.
+        """Send a message to a session and wait for its turn's result (its `output` an instance of `output_type`
+        when given).
 
         With `agent`, the session is started first if it does not exist yet, in the same round
         trip (update-with-start), so the same call creates the session or talks to it.
         """
         if agent is None:
-            return await self.session(session_id).send(message)
+            return await self.session(session_id).send(message, output_type=output_type)
         spec = _spec(agent)
         if (problem := message_problem(message, spec)) is not None:  # the session would refuse it: say so first
             raise InvalidRunInput(problem)
@@ -406,7 +408,7 @@ class StalwartClient:
                 "send", message, start_workflow_operation=operation, result_type=SendResult
             )
 
-        return (await _retrying_while_continuing(send)).restored(message)
+        return typed((await _retrying_while_continuing(send)).restored(message), output_type)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes.

@@ -65,3 +65,12 @@ async def test_the_runs_state_shows_its_output_live_and_once_closed(stalwart, wo
         closed = await session.state()  # read from the closed run's result
     assert live.status == "waiting"
     assert live.output == closed.output == {"order_id": "7", "amount": 12.5}
+
+
+async def test_the_clients_send_takes_an_output_type_and_starts_the_session_with_it(stalwart, worker_with):
+    spec = agent('{"order_id": "1", "amount": 1}', '{"order_id": "2", "amount": 2}')
+    async with worker_with():
+        first = await stalwart.send("refunds-session", "refund order 1", agent=spec, output_type=Refund)
+        second = await stalwart.send("refunds-session", "refund order 2", output_type=Refund)
+        await stalwart.session("refunds-session").close()
+    assert (first.output, second.output) == (Refund(order_id="1", amount=1), Refund(order_id="2", amount=2))
