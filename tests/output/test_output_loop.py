@@ -113,3 +113,23 @@ async def test_a_non_object_output_type_is_validated_too(stalwart, worker_with):
     async with worker_with():
         result = await stalwart.run(spec, "count")
     assert (result.stop_reason, result.output) == ("done", [1, 2])
+
+
+async def test_retries_spent_before_continue_as_new_stay_spent_after_it(stalwart, worker_with):
+    echo = ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": "x"})])
+    bad = ScriptedReply(text='{"order_id": "7"}')
+    spec = refunder(retries=1)
+    spec = spec.model_copy(
+        update={
+            "scripted": [bad, echo, echo, echo, echo, bad, ScriptedReply(text=VALID)],
+            "session": spec.session.model_copy(update={"continue_as_new_events": 20}),
+            "thrash_guard": False,
+        }
+    )
+    async with worker_with():
+        handle = await stalwart.start(spec, "refund order 7")
+        result = await handle.result()
+        runs = len(await handle.histories())
+    assert runs > 1
+    assert (result.stop_reason, result.answer) == ("error", '{"order_id": "7"}')
+    assert "after 2 tries" in (result.error or "")
