@@ -118,11 +118,9 @@ class AgentHandle(Generic[T]):
         await self._signal("close")
 
     async def cancel(self) -> None:
-        """Cancel the run: it stops its model and tool calls, keeps its steps and ends `cancelled`."""
-        if self._child is not None:
-            self._child.cancel()
-        else:
-            await workflow.get_external_workflow_handle(self.id).cancel()
+        """Ask the run to cancel: it stops its model and tool calls, keeps its steps and ends `cancelled`, which
+        awaiting the handle then returns."""
+        await workflow.get_external_workflow_handle(self.id).cancel()
 
     async def _signal(self, name: str, *args: Any) -> None:
         if self._child is not None:

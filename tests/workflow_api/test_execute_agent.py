@@ -8,14 +8,14 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from tools_for_agents import lookup_order
-from users_workflows import AskAgent, AskForVerdict, TalksToASession
+from users_workflows import AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession
 
 from stalwart import StalwartPlugin
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.run import AgentResult
 
-WORKFLOWS = [AskAgent, AskForVerdict, TalksToASession]
+WORKFLOWS = [AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession]
 
 
 def calculator_agent() -> AgentSpec:
@@ -128,3 +128,17 @@ async def test_a_workflow_gets_the_agents_answer_as_an_instance_of_its_output_ty
             AskForVerdict.run, args=[agent, "Refund order A-1001?"], id=f"verdict-{uuid.uuid4()}", task_queue=task_queue
         )
     assert said == "approved=True: delivered broken"
+
+
+async def test_a_workflow_cancels_the_agent_it_started_and_gets_its_cancelled_result(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):
+        result = await client.execute_workflow(
+            CancelsItsAgent.run,
+            args=[calculator_agent(), "What is 17*23?"],
+            id=f"c-{uuid.uuid4()}",
+            task_queue=task_queue,
+        )
+    assert result.stop_reason == "cancelled"

@@ -76,3 +76,14 @@ class TalksToASession:
         await session.close()
         answers.append((await session.result()).stop_reason)
         return answers
+
+
+@workflow.defn
+class CancelsItsAgent:
+    """Starts an agent, cancels it at once, and returns what the agent's run ended with."""
+
+    @workflow.run
+    async def run(self, agent: AgentSpec, goal: str) -> AgentResult:
+        handle = await start_agent(agent, goal)
+        await handle.cancel()
+        return await handle
