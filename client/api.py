@@ -21,7 +21,7 @@ from temporalio.client import (
     WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
@@ -39,13 +39,13 @@ from stalwart.contracts.model import Contract
 from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord, StopReason
 from stalwart.contracts.run_input import RunInput, goal_problem, message_problem, missing_goal
 from stalwart.contracts.send_result import SendResult
+from stalwart.contracts.start_options import start_metadata
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
 
     from stalwart.contracts.activities import ModelContext
 
-_SHOWN_GOAL_CHARS = 2000
 _CONTINUING_PATIENCE_SECONDS = 300.0
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
 
@@ -411,27 +411,9 @@ class StalwartClient:
         return typed((await _retrying_while_continuing(send)).restored(message), output_type)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
-        """What the Temporal UI shows of a new run, and its first search attributes.
-
-        The goal is already in the input: the UI gets a shortened copy, not a second whole one. Every search
-        attribute the workflow keeps is set here, so its first workflow task has nothing to upsert.
-        """
-        shown = what if len(what) <= _SHOWN_GOAL_CHARS else what[:_SHOWN_GOAL_CHARS] + " …"
-        return {
-            "task_queue": self.task_queue,
-            "static_summary": f"{spec.name}: {what}"[:400],
-            "static_details": f"**Agent** `{spec.name}` · model `{spec.model}`\n\n**Goal**\n\n{shown}",
-            "search_attributes": TypedSearchAttributes(
-                [
-                    SearchAttributePair(names.AGENT_NAME, spec.name),
-                    SearchAttributePair(names.AGENT_STATUS, status),
-                    SearchAttributePair(names.AGENT_STEPS, 0),
-                    SearchAttributePair(names.AGENT_TOKENS, 0),
-                    SearchAttributePair(names.AGENT_COST_USD, 0.0),
-                    SearchAttributePair(names.AGENT_AWAITING_APPROVAL, False),
-                ]
-            ),
-        }
+        """What the Temporal UI shows of a new run, and its first search attributes (`start_metadata`, as a user's
+        workflow starting an agent gives them too)."""
+        return {"task_queue": self.task_queue, **start_metadata(spec, what, status=status)}
 
     async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
         """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`.
