@@ -12,7 +12,7 @@ from users_workflows import AskAgent, AskForVerdict, CancelsItsAgent, TalksToASe
 
 from stalwart import StalwartPlugin
 from stalwart.contracts import names
-from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
 from stalwart.contracts.run import AgentResult
 
 WORKFLOWS = [AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession]
@@ -142,3 +142,27 @@ async def test_a_workflow_cancels_the_agent_it_started_and_gets_its_cancelled_re
             task_queue=task_queue,
         )
     assert result.stop_reason == "cancelled"
+
+
+async def test_an_agent_that_continues_as_new_returns_its_whole_chains_result_to_the_workflow(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    agent = AgentSpec(
+        name="long",
+        tools=["echo"],
+        thrash_guard=False,
+        budgets=Budgets(max_steps=40),
+        session=SessionSettings(continue_as_new_events=60),
+        scripted=[
+            *(ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"{n}"})]) for n in range(12)),
+            ScriptedReply(text="end"),
+        ],
+    )
+    client = time_skipping_env.client
+    async with _worker(client, task_queue):
+        result = await client.execute_workflow(
+            AskAgent.run, args=[agent, "echo a while"], id=f"long-{uuid.uuid4()}", task_queue=task_queue
+        )
+    assert (result.stop_reason, result.answer) == ("done", "end")
+    assert result.earlier, "the agent's run continued as new: its earlier steps are in storage"
+    assert sum(archive.count for archive in result.earlier) + len(result.steps) >= 1 + 2 * 12 + 1
