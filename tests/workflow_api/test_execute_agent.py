@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from temporalio.client import Client
@@ -10,10 +11,12 @@ from temporalio.worker import Worker
 from tools_for_agents import lookup_order
 from users_workflows import AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession
 
-from stalwart import StalwartPlugin
+from stalwart import StalwartClient, StalwartPlugin
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
 from stalwart.contracts.run import AgentResult
+
+from support.approvals import until_pending
 
 WORKFLOWS = [AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession]
 
@@ -166,3 +169,29 @@ async def test_an_agent_that_continues_as_new_returns_its_whole_chains_result_to
     assert (result.stop_reason, result.answer) == ("done", "end")
     assert result.earlier, "the agent's run continued as new: its earlier steps are in storage"
     assert sum(archive.count for archive in result.earlier) + len(result.steps) >= 1 + 2 * 12 + 1
+
+
+async def test_an_agent_in_a_workflow_waits_for_approval_and_a_person_gives_it_as_to_any_run(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    agent = calculator_agent().model_copy(update={"require_approval": ["calculator"]})
+    client = time_skipping_env.client
+    parent_id = f"ask-{uuid.uuid4()}"
+    async with _worker(client, task_queue):
+        parent = await client.start_workflow(
+            AskAgent.run, args=[agent, "What is 17*23?"], id=parent_id, task_queue=task_queue
+        )
+        run = StalwartClient(client, task_queue=task_queue).get(await _child_id(client, parent_id))
+        [waiting] = await until_pending(run)
+        await run.approve(waiting.call_id)
+        result = await parent.result()
+    assert (result.stop_reason, result.answer) == ("done", "17*23 is 391.")
+
+
+async def _child_id(client: Client, parent_id: str) -> str:
+    """The id of the agent run a workflow started, once it has."""
+    while True:
+        async for event in client.get_workflow_handle(parent_id).fetch_history_events():
+            if event.HasField("start_child_workflow_execution_initiated_event_attributes"):
+                return event.start_child_workflow_execution_initiated_event_attributes.workflow_id
+        await asyncio.sleep(0.05)
