@@ -22,17 +22,16 @@ What happens to the agent when your workflow
   `execute_agent` (and `start_agent(..., parent_close_policy=REQUEST_CANCEL)`) also when it awaits something else;
 - continues as new: an agent from `start_agent` (its policy `ABANDON` by default) keeps running; carry
   `handle.id` into the next run and call `get_agent(id)` there to await it or talk to it;
-- has a deadline (`execution_timeout`, `run_timeout`): the agent's wall-clock budget ends there too, so its
-  model and tool calls stop when your workflow's time is up, and it ends `max_seconds` with its steps kept;
+- has a deadline (`execution_timeout`, `run_timeout`): it is the agent's deadline too (`RunInput.deadline`), so
+  its model and tool calls stop when your workflow's time is up, and it ends with its steps kept;
 - is replayed: the agent's result is in your workflow's history, as any child workflow's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Generator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from temporalio import workflow
@@ -42,7 +41,7 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
-    from stalwart.contracts.agent import MAX_SECONDS, MIN_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
+    from stalwart.contracts.agent import MAX_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
     from stalwart.contracts.run import AgentResult
     from stalwart.contracts.run_input import RunInput, goal_problem, missing_goal
     from stalwart.contracts.start_options import start_metadata
@@ -180,7 +179,6 @@ async def start_agent(
     spec = agent
     if output_type is not None and spec.output is None:
         spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
-    spec = within_deadline(spec)
     problem = missing_goal(goal, session=session) or goal_problem(goal, spec) or unknown_tool_names(spec)
     if problem:
         raise ApplicationError(problem, type=INVALID_AGENT_CALL, non_retryable=True)
@@ -188,7 +186,7 @@ async def start_agent(
     run_id = id or f"{parent}/{spec.name}-{workflow.uuid4().hex[:12]}"
     child = await workflow.start_child_workflow(
         names.WORKFLOW_TYPE,
-        RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session),
+        RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session, deadline=workflow_deadline()),
         id=run_id,
         result_type=AgentResult,
         task_queue=task_queue or workflow.info().task_queue,
@@ -218,22 +216,16 @@ def typed(result: AgentResult, output_type: type[T] | None) -> AgentResult:
     return result.model_copy(update={"output": result.output_as(output_type)})
 
 
-def within_deadline(spec: AgentSpec) -> AgentSpec:
-    """`spec` with its wall-clock budget ending no later than this workflow's own deadline, if it has one.
+def workflow_deadline() -> datetime | None:
+    """This workflow's deadline, if it has one: the run's start plus its `run_timeout` or `execution_timeout`.
 
-    The deadline is this run's start plus its `run_timeout` or `execution_timeout` (after a continue-as-new the
-    execution's first start is not known here, so its timeout counts from this run's start: the agent may then
-    outlive your workflow, and is cancelled with it under `REQUEST_CANCEL`)."""
+    It goes to the agent as `RunInput.deadline`: no model or tool call of the agent starts or runs past it, in
+    every turn, whatever the agent's own `max_seconds`. After a continue-as-new the execution's first start is
+    not known here, so `execution_timeout` counts from this run's start (later than the real deadline: the agent
+    may then outlive your workflow, and is cancelled with it under `REQUEST_CANCEL`)."""
     info = workflow.info()
     ends = [info.workflow_start_time + limit for limit in (info.run_timeout, info.execution_timeout) if limit]
-    if not ends:
-        return spec
-    left = (min(ends) - workflow.now()).total_seconds()
-    own = spec.budgets.max_seconds
-    seconds = max(float(MIN_SECONDS), min(own if own is not None else math.inf, left))
-    if seconds >= (own if own is not None else MAX_SECONDS):  # no sooner than the agent's own (or any) budget
-        return spec
-    return spec.model_copy(update={"budgets": spec.budgets.model_copy(update={"max_seconds": seconds})})
+    return min(ends) if ends else None
 
 
 def _cancelling() -> bool:
