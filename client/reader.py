@@ -44,7 +44,12 @@ _QUERY_ATTEMPTS = 6
 _QUERY_RPC_TIMEOUT = timedelta(seconds=3)
 _FIRST_TRY_TIMEOUT = timedelta(seconds=1)
 """A worker that holds the run answers a query in milliseconds; when the first try of `_ask` times out, whether a
-worker polls at all decides between more tries and reading the run's history."""
+worker polls at all decides between a second try and reading the run's history."""
+_SECOND_TRY_TIMEOUT = timedelta(seconds=1)
+"""The second try of `_ask`, once the first timed out with pollers listed: by then the server has given up on the
+worker that held the run (its sticky queue's timeout, `workers/worker.py`), so a live worker takes the query at
+once, replaying the run first. Pollers still listed for a worker that was killed would hold every longer try
+until its timeout: after this one, the run is read from its history."""
 _Input = TypeVar("_Input", bound=Contract)
 _STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
 
@@ -341,8 +346,8 @@ class RunReader:
         A worker that polls answers at once. When the first try times out, a task queue without live pollers
         (`client/pollers.py`: a worker that stopped cleanly is not one) means no worker runs: `_Unanswered` at
         once. With pollers listed (a live worker, perhaps still replaying the run after another died, or a dead
-        one that died without a word, which the server still lists for a while) the query is tried as long as
-        before, then given up on.
+        one that died without a word, which the server still lists for a while) the query is tried once more,
+        briefly (`_SECOND_TRY_TIMEOUT`), then given up on: `stalwart show` answers within about 3 s of a kill.
         """
         try:
             return await self._query(name, result_type, attempts=1, timeout=_FIRST_TRY_TIMEOUT)
@@ -351,7 +356,7 @@ class RunReader:
                 raise
         if await self._worker_polling():
             try:
-                return await self._query(name, result_type, attempts=_QUERY_ATTEMPTS - 1)
+                return await self._query(name, result_type, attempts=1, timeout=_SECOND_TRY_TIMEOUT)
             except RPCError as err:
                 if not _unanswered(err):
                     raise

@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -19,8 +20,15 @@ from stalwart.contracts.errors import UsageError
 from stalwart.contracts.names import TASK_QUEUE
 from stalwart.workers.plugin import StalwartPlugin, default_tool_registry
 
-WORKER_DEFAULTS: dict[str, Any] = {}
-"""Worker options `build_worker` sets unless given: none, as `bench/concurrency.py` found no SDK default binding.
+STICKY_QUEUE_TIMEOUT = timedelta(seconds=1)
+"""How long a run's next workflow task, or a query, waits for the worker that holds the run in its cache before any
+worker may take it. The SDK's 10 s made a run whose worker was killed wait 10 s for each query (`stalwart show`
+took 15 s, reading history after its tries) and before its next step; a worker alive takes a task in milliseconds.
+"""
+
+WORKER_DEFAULTS: dict[str, Any] = {"sticky_queue_schedule_to_start_timeout": STICKY_QUEUE_TIMEOUT}
+"""Worker options `build_worker` sets unless given: the sticky queue's timeout, and nothing for throughput, as
+`bench/concurrency.py` found no SDK default binding.
 
 At 1,000 runs at once the machine's cores run out first: 100 activity slots of 200 ms model calls allow
 500 calls a second against the 45 to 60 steps a second measured (so about 10 slots in use), and the sticky
