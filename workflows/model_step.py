@@ -11,13 +11,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.activities import AgentContext, ModelRequest
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.messages import AssistantTurn
+    from stalwart.contracts.messages import AssistantTurn, Usage
     from stalwart.contracts.run import StepRecord, StopReason
     from stalwart.workflows import deadlines, policies
     from stalwart.workflows.budget import Budget
@@ -25,6 +25,19 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.failures import long_rate_limit, message_unless_cancelled
     from stalwart.workflows.turns import Turn
     from stalwart.workflows.visibility import Visibility
+
+
+def failed_attempts_usage(err: ActivityError) -> Usage | None:
+    """What the attempts of a model call that failed for good spent, as its activity put it in the failure's
+    details (the tokens a provider reported before an attempt failed are billed); None when it names none."""
+    cause = err.cause
+    if not isinstance(cause, ApplicationError) or not cause.details:
+        return None
+    try:
+        spent = Usage.model_validate(cause.details[0])
+    except ValueError:  # not a usage: details of another kind of failure
+        return None
+    return spent if spent.total_tokens else None
 
 
 class ModelFailed(Exception):
@@ -123,6 +136,11 @@ class ModelStep:
                     continue
                 record.error = refusal or message_unless_cancelled(err)
                 record.ended_at = workflow.now()
+                spent = None if limited is not None else failed_attempts_usage(err)
+                if spent is not None:  # billed by the provider though the call failed: the run counts it
+                    record.usage = spent
+                    budget.charge(spent)
+                    state.usage = state.usage + spent
                 if refusal is None and self._cut_short_by_the_deadline(err, request.deadline, schedule_to_close):
                     limit = self._agent.budgets.max_seconds
                     which = "inherited" if limit is None else f"max_seconds={limit:g}"
