@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     # agents
     "AgentSpec": "stalwart.contracts.agent",
     "Budgets": "stalwart.contracts.agent",
+    "OutputSpec": "stalwart.contracts.agent",
     "load_agent": "stalwart.client.agent_files",
     "AgentFileError": "stalwart.client.agent_files",
     # tools
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from stalwart.client.agent_files import AgentFileError, load_agent
     from stalwart.client.api import RunHandle, RunSummary, StalwartClient
     from stalwart.client.connection import connect
-    from stalwart.contracts.agent import AgentSpec, Budgets
+    from stalwart.contracts.agent import AgentSpec, Budgets, OutputSpec
     from stalwart.contracts.errors import InfrastructureError, NotFound, RunFailed, StalwartError, UsageError
     from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, RunState, StepRecord, StopReason
