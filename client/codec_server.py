@@ -16,13 +16,11 @@ import hmac
 import json
 import logging
 import os
-import socket
 import sys
 from argparse import Namespace
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -39,6 +37,7 @@ from temporalio.converter import PayloadCodec, StorageDriver, StorageDriverClaim
 
 from stalwart.activities.storage.config import DRIVER_NAME, StorageConfig, storage_driver
 from stalwart.activities.storage.encryption import KEYS_VAR, EncryptionCodec, Keyring
+from stalwart.client.listening import listening
 from stalwart.contracts.errors import ConfigurationError, UsageError
 
 TOKEN_VAR = "STALWART_CODEC_TOKEN"
@@ -193,32 +192,10 @@ def checked_origin(origin: str) -> str:
     return text
 
 
-def _listening(host: str, port: int, flag: str) -> Any:
-    """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before serving)."""
-    if not 1 <= port <= 65535:
-        raise UsageError(f"{port} is not a port number: give one from 1 to 65535 ({flag})")
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except OSError as err:
-        raise UsageError(
-            f"the codec server cannot listen on {host}:{port} ({err.strerror or err}): check --host"
-        ) from None
-    listener = socket.socket(family)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-    except OSError as err:
-        listener.close()
-        raise UsageError(
-            f"the codec server cannot listen on {host}:{port} ({err.strerror or err}): choose another {flag}"
-        ) from None
-    return listener
-
-
 @asynccontextmanager
 async def running(service: CodecService, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> AsyncIterator[str]:
     """The codec server serving in this event loop until the block ends; yields its URL."""
-    listener = _listening(host, port, "--codec-port")
+    listener = listening(host, port, server="the codec server", port_flag="--codec-port")
     server = uvicorn.Server(uvicorn.Config(codec_app(service), log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[listener]))
     while not server.started:
@@ -235,7 +212,7 @@ async def running(service: CodecService, host: str = "127.0.0.1", port: int = DE
 async def serve(args: Namespace) -> int:
     """Serve until stopped (the `stalwart codec-server` command)."""
     service = service_from_env(args.origin or None)
-    listener = _listening(args.host, args.port, "--port")  # a port in use is said before claiming to serve
+    listener = listening(args.host, args.port, server="the codec server")  # said before claiming to serve
     print(
         f"codec server on http://{args.host}:{args.port} for {', '.join(service.origins)}"
         f"{' (bearer token required)' if service.token else ''}; encrypting with key {service_key_id(service)!r}",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import socket
 import sys
 from pathlib import Path
 
 from stalwart.client.commands import EXIT_OK
+from stalwart.client.listening import listening
 from stalwart.contracts.errors import UsageError
 
 TOKEN_VAR = "STALWART_SERVE_TOKEN"
@@ -25,29 +25,6 @@ def loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _listening(host: str, port: int) -> socket.socket:
-    """A socket bound to `host:port`, or a `UsageError` naming the option to change (said before connecting)."""
-    if not 1 <= port <= 65535:
-        raise UsageError(f"{port} is not a port number: give one from 1 to 65535 (--port)")
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except OSError as err:
-        raise UsageError(
-            f"stalwart serve cannot listen on {host}:{port} ({err.strerror or err}): check --host"
-        ) from None
-    listener = socket.socket(family)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-        listener.listen(2048)  # from now on, callers wait in the backlog until uvicorn accepts them
-    except OSError as err:
-        listener.close()
-        raise UsageError(
-            f"stalwart serve cannot listen on {host}:{port} ({err.strerror or err}): choose another --port"
-        ) from None
-    return listener
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -68,7 +45,7 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-body-bytes {args.max_body_bytes} is too small to carry a message: give 1024 or more")
     given = args.origin or [o for o in os.environ.get(ORIGINS_VAR, "").split(",") if o.strip()]
     origins = [checked_origin(o) for o in given]
-    listener = _listening(args.host, args.port)  # a port in use is said before connecting
+    listener = listening(args.host, args.port, server="stalwart serve")  # said before connecting
     client = await connecting.client(args)
     agents_dir = Path(args.agents_dir).expanduser().resolve()
     if not agents_dir.is_dir():
