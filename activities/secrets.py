@@ -180,24 +180,6 @@ def env_allowed(name: str, environ: Mapping[str, str] | None = None) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed_patterns(environ))
 
 
-def refusal(name: str, where: str, environ: Mapping[str, str] | None = None) -> str:
-    """Why `name` may not be read by anything but a model's `api_key_env`, and what to do instead."""
-    return env_problem(name, where, environ) or f"{where} may read {name}"
-
-
-def check_env(
-    name: str,
-    where: str,
-    environ: Mapping[str, str] | None = None,
-    *,
-    provider: str | None = None,
-    base_url: str | None = None,
-) -> None:
-    problem = env_problem(name, where, environ, provider=provider, base_url=base_url)
-    if problem is not None:
-        raise EnvNotAllowed(problem)
-
-
 def read_env(
     name: str,
     where: str,
@@ -209,7 +191,9 @@ def read_env(
     """The value of a variable the agent file may read (None when unset), remembered as a secret;
     EnvNotAllowed otherwise. `provider` and `base_url`: as for `env_problem`, given only for a model's key."""
     environ = os.environ if environ is None else environ
-    check_env(name, where, environ, provider=provider, base_url=base_url)
+    problem = env_problem(name, where, environ, provider=provider, base_url=base_url)
+    if problem is not None:
+        raise EnvNotAllowed(problem)
     value = environ.get(name)
     if value is not None:
         remember(value)
