@@ -8,7 +8,7 @@ refuses every name this module lists, and redacts the values of the secret ones 
 activity on.
 
 Adding a setting the worker reads adds it here (a name, or a prefix it shares with its family);
-tests/test_secrets_worker_settings.py fails when the package reads a `STALWART_*`, `TEMPORAL_*`, `AWS_*` or
+tests/test_secrets.py fails when the package reads a `STALWART_*`, `TEMPORAL_*`, `AWS_*` or
 `OTEL_*` name this list does not cover.
 """
 
@@ -34,7 +34,7 @@ NAMES: Mapping[str, str] = {
     "STALWART_DEPLOYMENT_NAME": "the worker deployment",
     "STALWART_BUILD_ID": "the worker's build id",
     "STALWART_VERSIONING_BEHAVIOR": "the worker's versioning behaviour",
-    "DEBUG_MOCK_RESPONSES": "scripted replies of the KAOS mock model",
+    "DEBUG_MOCK_RESPONSES": "the scripted model's replies, as JSON actions",
     "XDG_DATA_HOME": "default local storage folder",
     "XDG_STATE_HOME": "where the CLI remembers the UI address",
     "HTTP_PROXY": "the HTTP clients' proxy (may hold credentials)",

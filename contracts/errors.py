@@ -9,8 +9,8 @@ Each branch says whose move it is, and the `stalwart` command's exit status foll
 - `InfrastructureError`: what Stalwart runs on cannot serve: Temporal unreachable, a setting of this process
   unusable, storage, a model provider or a remote agent failing.
 
-The classes that existed before this tree keep their names and their former bases too (`AgentFileError` is still
-a `ValueError`), so code that caught them by those keeps working. Contracts import no other layer, so every layer
+A class that is also a builtin error keeps that base beside its branch (`AgentFileError` is a `ValueError`), so
+code that catches it by the builtin catches it still. Contracts import no other layer, so every layer
 can derive from these.
 """
 
