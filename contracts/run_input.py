@@ -35,9 +35,10 @@ class RunInput(Contract):
     inputs: dict[str, Any] = Field(default_factory=dict)
     session: bool = False
     deadline: datetime | None = None
-    """No call of this run may start or run past this instant (UTC), whatever its own `max_seconds`: the earliest
-    deadline of the runs that started it (a parent agent's, a user's workflow's). Continue-as-new copies the input
-    whole, so every run of the chain keeps it."""
+    """No call of this run starts after this instant (UTC), whatever its own `max_seconds`, and one still running is
+    cancelled within 5 s of it (the grace that lets a parent agent, whose own timer fires at the same instant, cancel
+    the run first): the earliest deadline of the runs that started it (a parent agent's, a user's workflow's). The
+    chain keeps it across continue-as-new (`ChainState.deadline`)."""
 
     @model_validator(mode="after")
     def _goal_fits(self) -> RunInput:
