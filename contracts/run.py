@@ -132,7 +132,7 @@ class RunState(Contract):
     earlier: list[StepArchive] = Field(default_factory=list)
     """Steps of earlier runs of the chain, in storage; they come before `steps`."""
     metrics: RunMetrics | None = None
-    """Cycles, tokens, latency per tool and totals (seed 002), so far; `RunHandle.state()` fills them in."""
+    """Cycles, tokens, latency per tool and totals, so far; `RunHandle.state()` fills them in."""
     offline: str | None = None
     """Set when no worker answered the live query: this state was rebuilt from the run's history, and says why."""
     output: Any | None = None
@@ -212,11 +212,11 @@ EventType = Literal[
     "error",
     "progress",
 ]
-"""The KAOS memory events (seed 000), and `progress`: the block announcing an action before it runs."""
+"""The memory events (docs/concepts.md), and `progress`: the block announcing an action before it runs."""
 
 
 class RunEvent(Contract):
-    """The run's audit trail in the KAOS memory-event vocabulary.
+    """The run's audit trail as memory events (`EventType`).
 
     `event_id` names the event by its place in the run's step log, so it stays the same however often
     the log is read: a consumer that sees an event twice can tell.
@@ -243,7 +243,7 @@ class RunNote(Contract):
 
 
 def run_metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elapsed_seconds: float = 0.0) -> RunMetrics:
-    """Seed 002's end-of-run metrics from the step log (after `earlier`, the metrics of archived steps)."""
+    """The run's metrics from the step log (after `earlier`, the metrics of archived steps)."""
     out = (earlier or RunMetrics()).model_copy(deep=True)
     for step in steps:
         took = (step.ended_at - step.started_at).total_seconds() if step.ended_at is not None else 0.0
@@ -267,7 +267,7 @@ def run_metrics(steps: list[StepRecord], earlier: RunMetrics | None = None, elap
 
 
 def progress_block(step: StepRecord, max_steps: int) -> dict[str, object]:
-    """Seed 000's block before an action: `{"type": "progress", "step": i, "max_steps": N, "action": "tool_call" |
+    """The progress block announcing an action: `{"type": "progress", "step": i, "max_steps": N, "action": "tool_call" |
     "delegate", "target": name}`; `step` is the model call that asked for the action."""
     return {
         "type": "progress",
