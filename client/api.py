@@ -96,7 +96,7 @@ class RunHandle(RunReader):
             ended = await self._handle.result()
         except WorkflowFailureError as failure:
             raise RunEndedInError(failure) from failure.cause
-        return typed(await self._joined(ended), output_type)
+        return (await self._joined(ended)).with_output_as(output_type)
 
     async def describe(self) -> RunDescription:
         described = await self._handle.describe()
@@ -185,7 +185,7 @@ class RunHandle(RunReader):
     async def stream(self, poll_interval: float = 0.1, *, progress: bool = False) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`).
 
-        With `progress`, a `Progress` (seed 000's progress block) comes before each action too.
+        With `progress`, a `Progress` (the progress block) comes before each action too.
         """
         events = stream_answer(
             self._handle,
@@ -201,7 +201,7 @@ class RunHandle(RunReader):
     ) -> AsyncIterator[StepRecord | Progress]:
         """Yield each step once it has finished, in log order, until the run ends.
 
-        With `progress`, each action (a tool call or a delegation) is announced by a `Progress`, seed 000's
+        With `progress`, each action (a tool call or a delegation) is announced by a `Progress`, the
         progress block, as soon as it starts: before its step, which comes once the action has finished.
         """
         max_steps = await self.max_steps() if progress else None
@@ -246,7 +246,7 @@ class SessionHandle(RunHandle):
             turn = await _retrying_while_continuing(
                 lambda: self._handle.execute_update("send", message, result_type=SendResult)
             )
-            return typed(turn.restored(message), output_type)
+            return turn.restored(message).with_output_as(output_type)
         except WorkflowUpdateFailedError:
             raise
         except RPCError as err:
@@ -266,14 +266,6 @@ class SessionHandle(RunHandle):
         """End the session once the messages already received are answered; its final result."""
         await self._handle.execute_update("close", result_type=str)
         return await self.result()
-
-
-def typed(result: AgentResult, output_type: Any) -> AgentResult:
-    """`result` with its typed output as an instance of `output_type`: validated by pydantic, so a value that does
-    not fit the type raises its `ValidationError`. Unchanged without a type or without an output."""
-    if output_type is None or result.output is None:
-        return result
-    return result.model_copy(update={"output": result.output_as(output_type)})
 
 
 def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
@@ -408,7 +400,7 @@ class StalwartClient:
                 "send", message, start_workflow_operation=operation, result_type=SendResult
             )
 
-        return typed((await _retrying_while_continuing(send)).restored(message), output_type)
+        return (await _retrying_while_continuing(send)).restored(message).with_output_as(output_type)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes (`start_metadata`, as a user's

@@ -199,6 +199,13 @@ class AgentResult(Contract):
         """`output` as an instance of `tp` (a pydantic model, a dataclass, `list[int]` ...), validated by pydantic."""
         return TypeAdapter(tp).validate_python(self.output)
 
+    def with_output_as(self, tp: type[Any] | None) -> AgentResult:
+        """This result with `output` as an instance of `tp` (see `output_as`: a value that does not fit the type raises
+        pydantic's `ValidationError`); itself without a type or without an output."""
+        if tp is None or self.output is None:
+            return self
+        return self.model_copy(update={"output": self.output_as(tp)})
+
 
 EventType = Literal[
     "user_message",

@@ -90,7 +90,7 @@ class AgentHandle(Generic[T]):
             )
         if _cancelling():  # the run ended because this workflow is being cancelled: so is the caller
             raise asyncio.CancelledError()
-        return typed(result, self._output_type)
+        return result.with_output_as(self._output_type)
 
     async def message(self, text: str) -> None:
         """Give a session (or a running run) a message without waiting; the model reads it at its next step."""
@@ -110,7 +110,7 @@ class AgentHandle(Generic[T]):
             retry_policy=_SEND_RETRY,
             summary=f"send a message to agent session {self.id}"[:200],
         )
-        return typed(result, self._output_type)
+        return result.with_output_as(self._output_type)
 
     async def close(self) -> None:
         """End the session once the messages it already received are answered; then `result()` returns."""
@@ -207,13 +207,6 @@ def get_agent(id: str, *, output_type: type[T] | None = None) -> AgentHandle[T]:
     Awaiting it waits in an activity of `StalwartPlugin`; messages and `close` go as signals, `cancel` as a
     cancellation request."""
     return AgentHandle(id, output_type, None)
-
-
-def typed(result: AgentResult, output_type: type[T] | None) -> AgentResult:
-    """`result` with `.output` an instance of `output_type` (unchanged without one, or without an output)."""
-    if output_type is None or result.output is None:
-        return result
-    return result.model_copy(update={"output": result.output_as(output_type)})
 
 
 def workflow_deadline() -> datetime | None:
