@@ -1,4 +1,7 @@
-"""Live answer text from a model turn, published as activity heartbeats.
+"""Live answer text from a model turn, pushed to subscribers and published as activity heartbeats.
+
+Pushed: each chunk goes at once to the worker's stream broker (`activities/stream_broker.py`), which sends it
+to the run's subscribers, so text reaches them within milliseconds of reaching the worker.
 
 Why heartbeats: they carry the text to any client (which reads the pending
 activity with DescribeWorkflowExecution) without adding a single history
@@ -17,8 +20,9 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Protocol
 
+from stalwart.activities import stream_broker
 from stalwart.activities.heartbeats import heartbeating
-from stalwart.contracts.stream import StreamProgress
+from stalwart.contracts.stream import StreamChunk, StreamProgress
 
 HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
 """Pass as the worker's `max_heartbeat_throttle_interval`: how often live text reaches the server."""
@@ -57,11 +61,26 @@ class AnswerPublisher:
     that ends without calling a tool reaches it with the activity's result (the step log `stream()` reads).
     A turn that cannot call tools (tools off: seed 000's phase 2, the finalize call, an agent without tools)
     streams as it arrives.
+
+    Each chunk is pushed to the worker's stream broker as it arrives (`push`, found from the running activity
+    unless given); heartbeats, at most every PUBLISH_EVERY_SECONDS, stay the record a client without the push
+    channel reads, and the one a retried attempt is compared with.
     """
 
-    def __init__(self, step: int, publish: Callable[[StreamProgress], None], *, hold: bool = False) -> None:
+    def __init__(
+        self,
+        step: int,
+        publish: Callable[[StreamProgress], None],
+        *,
+        hold: bool = False,
+        push: Callable[[StreamChunk], None] | None = None,
+        attempt: int | None = None,
+    ) -> None:
         self._progress = StreamProgress(step=step)
         self._publish = publish
+        self._push = push if push is not None else stream_broker.publisher()
+        self._attempt = attempt if attempt is not None else stream_broker.current_attempt()
+        self._pushed = False
         self._published_at = 0.0
         self._shown = ""
         self._hold = hold
@@ -72,7 +91,9 @@ class AnswerPublisher:
             return
         if self._hold:
             return  # nothing of a held turn is published
+        at = len(self._progress.text)
         self._progress = self._progress.model_copy(update={"text": self._progress.text + delta})
+        self._push_chunk(at=at, text=delta)
         self.chunk()
 
     def tool_call(self) -> None:
@@ -82,6 +103,8 @@ class AnswerPublisher:
             self._progress = self._progress.model_copy(update={"retracted": True})
             return
         self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
+        if self._pushed:
+            self._push_chunk(retracted=True)
         self.flush_if_shown_differs()
 
     def chunk(self) -> None:
@@ -112,8 +135,18 @@ class AnswerPublisher:
             self.flush()
 
     def close(self) -> None:
-        """The turn is over: drop text waiting for the interval, which the activity's result carries."""
+        """The turn is over: drop text waiting for the interval, which the activity's result carries, and tell
+        subscribers to read the step log from now on."""
         self._cancel_later()
+        if self._pushed:
+            self._push_chunk(ended=True)
+            self._pushed = False
+
+    def _push_chunk(self, **chunk: object) -> None:
+        if self._push is None:
+            return
+        self._pushed = True
+        self._push(StreamChunk(step=self._progress.step, attempt=self._attempt, **chunk))  # type: ignore[arg-type]
 
     def _cancel_later(self) -> None:
         if self._later is not None:

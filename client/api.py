@@ -182,16 +182,20 @@ class RunHandle(RunReader):
         """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
         await self._handle.cancel()
 
-    async def stream(self, poll_interval: float = 0.1, *, progress: bool = False) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self, poll_interval: float = 0.1, *, progress: bool = False, push: bool = True
+    ) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`).
 
-        With `progress`, a `Progress` (the progress block) comes before each action too.
+        With `progress`, a `Progress` (the progress block) comes before each action too. The text is
+        pushed by the worker when it offers that (`push=False` reads it by polling only, every `poll_interval`).
         """
         events = stream_answer(
             self._handle,
             poll_interval=poll_interval,
             live_state=lambda: self._query("state", RunState),
             progress_max_steps=await self.max_steps() if progress else None,
+            push=push,
         )
         async for event in events:
             yield event

@@ -30,12 +30,15 @@ from stalwart.activities.agent_runs import agent_result, agent_send
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.storage.converter import stalwart_converter
+from stalwart.activities.stream_broker import StreamBroker, StreamBrokerInterceptor
+from stalwart.activities.stream_broker import enabled as stream_broker_enabled
 from stalwart.activities.streaming import HEARTBEAT_THROTTLE
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.activities.tools import builtin
 from stalwart.activities.tools.registry import ToolRegistry
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.errors import UsageError
+from stalwart.contracts.stream import IDENTITY_MARK
 from stalwart.workers import telemetry
 from stalwart.workflows import AgentWorkflow
 
@@ -106,6 +109,8 @@ class StalwartPlugin(SimplePlugin):
         # One transcript store per worker: the model call reads a large result from the cache of the tool call that
         # stored it.
         self.tool_activities = ToolActivities(self.registry, transcripts=lambda: self.model_activities.transcripts)
+        # Streamed text is pushed to subscribers from here as it is generated (activities/stream_broker.py).
+        self.stream_broker = StreamBroker() if stream_broker_enabled() else None
         super().__init__(
             PLUGIN_NAME,
             data_converter=lambda existing: stalwart_converter(existing, self.storage),
@@ -125,6 +130,7 @@ class StalwartPlugin(SimplePlugin):
                 *telemetry.tracing_interceptors(),
                 redacting.RedactingInterceptor(),
                 *([telemetry.TelemetryInterceptor()] if self.tracing else []),
+                *([StreamBrokerInterceptor(self.stream_broker)] if self.stream_broker else []),
             ],
             run_context=self._open_while_worker_runs,
         )
@@ -163,6 +169,13 @@ class StalwartPlugin(SimplePlugin):
         throttle = config.get("max_heartbeat_throttle_interval")
         if throttle is None or throttle > HEARTBEAT_THROTTLE:
             config["max_heartbeat_throttle_interval"] = HEARTBEAT_THROTTLE
+        worker_client = config.get("client")
+        if self.stream_broker is not None and worker_client is not None:
+            # Clients find the broker in the identity the server shows for this worker's polls.
+            self.stream_broker.converter = worker_client.data_converter
+            identity = config.get("identity") or worker_client.identity
+            if IDENTITY_MARK not in identity:
+                config["identity"] = f"{identity}{IDENTITY_MARK}{self.stream_broker.bind()}"
         return config
 
     async def connect_service_client(
@@ -219,7 +232,11 @@ class StalwartPlugin(SimplePlugin):
         """Close MCP connections (stopping stdio servers) and SDK clients when the worker stops, however it stops."""
         try:
             with secrets.allowing(self.allowed_env):
-                yield
+                if self.stream_broker is None:
+                    yield
+                else:
+                    async with self.stream_broker.serving():
+                        yield
         finally:
             try:
                 await self.tool_activities.aclose()

@@ -1,10 +1,12 @@
 """A run as a stream of `(offset, event)`: what `stalwart serve` sends to browsers and apps as Server-Sent Events.
 
-The HTTP layer sees only `Feed.events(run_id, after)`. Today the events are read by polling (`PolledFeed`):
-one watcher per run, whatever the number of subscribers, reads the run's step log (the `state` query) and the
-answer text the model activity publishes as heartbeat details (`contracts/stream.py`), and each subscriber
-turns the latest snapshot into the events it has not yet seen. A push source can replace the watcher later
-without the HTTP layer, or the offsets a client holds, changing.
+The HTTP layer sees only `Feed.events(run_id, after)`. One watcher per run, whatever the number of
+subscribers, follows the run, and each subscriber turns the latest snapshot into the events it has not yet
+seen. The answer text is pushed: the watcher holds one subscription to the broker of the worker running the
+model call (`client/push.py`), which sends each chunk as it reaches the worker, and a new snapshot goes to
+every subscriber at once. The step log (the `state` query) is still read by polling, and so is the text of a
+worker without the push channel (heartbeat details, `contracts/stream.py`); both paths give the same text, so
+the offsets a client holds do not depend on which one it came by.
 
 Offsets are read from the run itself, not from when a subscriber happened to look, so any subscriber (a new
 one, one that reconnects) computes the same offset for the same point of the run:
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.api import StalwartClient
+from stalwart.client.push import PushSource
 from stalwart.client.reader import RunWithoutResult
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.names import MODEL_ACTIVITY
@@ -97,7 +101,7 @@ class Snapshot:
 class _Watcher:
     """Reads one run for all of its subscribers, while it has any."""
 
-    def __init__(self, client: StalwartClient, run_id: str) -> None:
+    def __init__(self, client: StalwartClient, run_id: str, *, push: bool = True) -> None:
         self.client = client
         self.run_id = run_id
         self.handle = client.get(run_id)
@@ -106,11 +110,46 @@ class _Watcher:
         self.subscribers = 0
         self.changed = asyncio.Condition()
         self.task: asyncio.Task[None] | None = None
+        self.push = PushSource(client.temporal, run_id) if push else None
+        """The run's one upstream subscription for pushed text, whatever the number of subscribers."""
+        self._beats: dict[int, tuple[int, StreamProgress]] = {}
+        self._discovered = False
         self._limits: dict[str, Any] | None = None
 
     def start(self) -> None:
         if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self._poll(), name=f"stalwart-serve-watch-{self.run_id}")
+            self.task = asyncio.create_task(self._watch(), name=f"stalwart-serve-watch-{self.run_id}")
+
+    async def _watch(self) -> None:
+        forward = asyncio.create_task(self._forward()) if self.push is not None else None
+        try:
+            await self._poll()
+        finally:
+            if forward is not None:
+                forward.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await forward
+            if self.push is not None:
+                await self.push.aclose()
+
+    async def _forward(self) -> None:
+        """Send pushed text to every subscriber as it comes, between the polls and during them."""
+        assert self.push is not None
+        while True:
+            await self.push.changed.wait()
+            self.push.changed.clear()
+            async with self.changed:
+                if self.snapshot is None or self.snapshot.closed:
+                    continue
+                self.snapshot = dataclasses.replace(self.snapshot, live=self._live())
+                self.version += 1
+                self.changed.notify_all()
+
+    def _live(self) -> dict[int, StreamProgress]:
+        """Each turn in flight's text from its newest attempt, pushed or read from heartbeats."""
+        if self.push is None:
+            return {step: progress for step, (_, progress) in self._beats.items()}
+        return self.push.merge(self._beats)
 
     async def _poll(self) -> None:
         while True:
@@ -130,19 +169,37 @@ class _Watcher:
             if snapshot.closed:
                 return
             working = snapshot.state is not None and snapshot.state.status == "running"
-            await asyncio.sleep(POLL_SECONDS if working else IDLE_POLL_SECONDS)
+            await self._rest(POLL_SECONDS if working else IDLE_POLL_SECONDS)
+
+    async def _rest(self, seconds: float) -> None:
+        """Wait until the next poll, or less when a pushed turn ends (its record is about to be in the log)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        while self.push is not None and self.push.connected and (wait := until - loop.time()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.push.turn_ended.wait(), wait)
+            if self.push.take_ended():
+                return
+        await asyncio.sleep(max(0.0, until - loop.time()))
 
     async def _read(self) -> Snapshot:
         temporal = self.client.temporal.get_workflow_handle(self.run_id)
         description = await temporal.describe()
-        live: dict[int, StreamProgress] = {}
+        if self.push is not None:
+            if not self._discovered:  # subscribed before the model writes, wherever its call will run
+                self._discovered = True
+                await self.push.discover(description.raw_description.execution_config.task_queue.name)
+            await self.push.follow_description(description)
+        beats: dict[int, tuple[int, StreamProgress]] = {}
         for pending in description.raw_description.pending_activities:
             if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
                 continue
             [progress] = await self.client.temporal.data_converter.decode(
                 pending.heartbeat_details.payloads, [StreamProgress]
             )
-            live[progress.step] = progress
+            beats[progress.step] = (pending.attempt, progress)
+        self._beats = beats
+        live = self._live()
         running = description.status == WorkflowExecutionStatus.RUNNING
         if self._limits is None:
             self._limits = await self._read_limits()
@@ -166,17 +223,24 @@ class _Watcher:
 
 
 class PolledFeed:
-    """`Feed` by polling Temporal: one watcher per run, shared by every subscriber of that run."""
+    """`Feed` with one watcher per run, shared by every subscriber of that run: text pushed by the worker
+    where it offers that (`push`), the step log and the rest by polling Temporal."""
 
-    def __init__(self, client: StalwartClient) -> None:
+    def __init__(self, client: StalwartClient, *, push: bool = True) -> None:
         self.client = client
+        self.push = push
         self._watchers: dict[str, _Watcher] = {}
         self._closed = False
+
+    def source(self, run_id: str) -> PushSource | None:
+        """The push subscription of a run being watched (None if not watched, or push is off)."""
+        watcher = self._watchers.get(run_id)
+        return watcher.push if watcher is not None else None
 
     async def events(self, run_id: str, after: Offset) -> AsyncIterator[tuple[Offset, FeedEvent]]:
         watcher = self._watchers.get(run_id)
         if watcher is None:
-            watcher = self._watchers[run_id] = _Watcher(self.client, run_id)
+            watcher = self._watchers[run_id] = _Watcher(self.client, run_id, push=self.push)
         watcher.subscribers += 1
         watcher.start()
         reader = _Subscriber(run_id, after, self.client.get(run_id).ui_url)
@@ -209,6 +273,10 @@ class PolledFeed:
                 watcher.task.cancel()
             async with watcher.changed:
                 watcher.changed.notify_all()
+
+
+PushFeed = PolledFeed
+"""The same feed, named for where its text comes from when workers offer the push channel."""
 
 
 class _Subscriber:

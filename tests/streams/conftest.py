@@ -1,0 +1,54 @@
+"""Streams pushed from the worker: a real dev server, workers whose plugin (and so broker) the test can see, and the
+wire server for a model that writes its answer word by word."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+
+import pytest
+from temporalio.worker import Worker
+
+from stalwart.client.api import StalwartClient
+from stalwart.workers.plugin import StalwartPlugin
+
+from wire_server.server import WireServer
+
+WorkerFactory = Callable[[], AbstractAsyncContextManager[StalwartPlugin]]
+
+
+@pytest.fixture
+def stalwart_client(dev_env, task_queue: str) -> StalwartClient:
+    return StalwartClient(dev_env.client, task_queue=task_queue)
+
+
+@pytest.fixture
+def new_worker(dev_env, task_queue: str) -> WorkerFactory:
+    """Starts a worker on the test's task queue and gives its plugin, whose `stream_broker` the test can read."""
+
+    @contextlib.asynccontextmanager
+    async def start() -> AsyncIterator[StalwartPlugin]:
+        plugin = StalwartPlugin()
+        async with Worker(dev_env.client, task_queue=task_queue, plugins=[plugin]):
+            yield plugin
+
+    return start
+
+
+@pytest.fixture
+async def opened(dev_env) -> AsyncIterator[list[str]]:
+    """Ids of the runs a test started; those still open are terminated after it."""
+    ids: list[str] = []
+    yield ids
+    for run_id in ids:
+        with contextlib.suppress(Exception):
+            await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")
+
+
+@pytest.fixture(scope="session")
+async def wire() -> AsyncIterator[WireServer]:
+    server = WireServer()
+    await server.start()
+    yield server
+    await server.stop()
