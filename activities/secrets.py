@@ -51,7 +51,6 @@ PROVIDER_KEYS: Mapping[str, tuple[str, ...]] = {
     "ANTHROPIC_API_KEY": ("anthropic",),
 }
 """Each provider key variable, and the providers (the `provider` of `provider:model`) it may be sent to."""
-PROVIDER_KEY_VARS = tuple(PROVIDER_KEYS)
 PROVIDER_HOSTS: Mapping[str, tuple[str, ...]] = {
     "OPENAI_API_KEY": ("api.openai.com",),
     "ANTHROPIC_API_KEY": ("api.anthropic.com",),
