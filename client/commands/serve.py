@@ -14,7 +14,6 @@ from stalwart.contracts.errors import UsageError
 
 TOKEN_VAR = "STALWART_SERVE_TOKEN"
 ORIGINS_VAR = "STALWART_SERVE_ORIGINS"
-DEFAULT_PORT = 8235
 
 
 def loopback(host: str) -> bool:
