@@ -362,7 +362,9 @@ def _parser() -> argparse.ArgumentParser:
 
     show = command("show", "inspecting:show", "Print the step log of a run or session, running or finished.")
     show.add_argument("run_id", metavar="ID")
-    show.add_argument("--events", action="store_true", help="print the KAOS-style event list instead")
+    show.add_argument(
+        "--events", action="store_true", help="print the run as events (user_message, tool_call, ...) instead"
+    )
     show.add_argument("--json", action="store_true", help="print as JSON")
     _connection_options(show)
 
