@@ -100,15 +100,16 @@ def inherited_first(deadline: datetime | None, inherited: datetime | None) -> bo
 
 
 def timer_end(deadline: datetime | None, inherited: datetime | None) -> datetime | None:
-    """When a turn's wall-clock timer fires: at its deadline, or `CAP_GRACE` after an inherited one.
+    """When a turn's wall-clock timer fires: at its deadline, or half `CAP_GRACE` after an inherited one.
 
     No call of the turn starts after an inherited deadline (its activities are capped at it and refuse to start
-    late); the grace lets the parent's own timer, set for the same instant, cancel the turn first, so the parent
-    reads its sub-agent as cancelled by its budget, not as one that stopped by itself an instant before.
+    late); the grace lets the parent's own timer, set for that instant, cancel the turn first, so the parent reads
+    its sub-agent as cancelled by its budget, not as one that stopped by itself an instant before. Half of it: the
+    turn's timer still fires before its activities' timeouts, which end `CAP_GRACE` after the deadline.
     """
     if inherited_first(deadline, inherited):
         assert deadline is not None
-        return deadline + CAP_GRACE
+        return deadline + CAP_GRACE / 2
     return deadline
 
 
