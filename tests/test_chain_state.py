@@ -44,6 +44,7 @@ def _every_field_set() -> ChainState:
         turns=5,
         turn=TurnInProgress(number=5, first_record=2, started_at=T0, deadline=T0 + timedelta(hours=1), nudges=1),
         answer="an earlier answer",
+        output={"answer": "an earlier answer"},
         tools=[ToolSpec(name="echo", description="Echo the text.")],
         metrics=RunMetrics(cycles=9, tool_calls=4),
     )
