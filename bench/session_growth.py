@@ -55,6 +55,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -146,6 +147,8 @@ class Point:
     input_messages: int
     seconds_per_turn: float
     """Mean `send` round trip over the turns since the previous size."""
+    by_event: dict[str, int]
+    """History bytes of every run of the chain by event type: where a turn's bytes go."""
 
     @property
     def storage(self) -> int:
@@ -155,6 +158,11 @@ class Point:
 async def measure(handle: SessionHandle, last: AgentResult, turns: int, content: int, root: Path) -> Point:
     histories = await handle.histories()
     sizes = [History(events=h.events).ByteSize() for h in histories]
+    by_event: dict[str, int] = {}
+    for history in histories:
+        for event in history.events:
+            name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_").lower()
+            by_event[name] = by_event.get(name, 0) + event.ByteSize()
     step = max(record.step for record in last.steps)
     sent = await handle.model_input(step)
     stored = storage_bytes(root)
@@ -170,6 +178,7 @@ async def measure(handle: SessionHandle, last: AgentResult, turns: int, content:
         input_bytes=len(_MESSAGES.dump_json(sent.messages)),
         input_messages=len(sent.messages),
         seconds_per_turn=0.0,
+        by_event=by_event,
     )
 
 
@@ -311,6 +320,12 @@ def print_points(label: str, points: list[Point]) -> None:
             f"{kb(p.input_bytes):>8} {p.input_bytes / p.content:>6.3f}x {p.input_messages:>4} "
             f"{p.seconds_per_turn * 1000:>7.1f}"
         )
+    last = points[-1]
+    biggest = sorted(last.by_event.items(), key=lambda item: -item[1])[:6]
+    print(
+        f"  at {last.turns} turns, history per turn by event: "
+        + ", ".join(f"{name} {kb(size / last.turns)} KB" for name, size in biggest)
+    )
     for a, b in zip(points, points[1:], strict=False):
         turns = b.turns - a.turns
         print(
