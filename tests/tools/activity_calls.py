@@ -3,6 +3,8 @@ without a workflow."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Any
 
 from temporalio.testing import ActivityEnvironment
@@ -12,6 +14,8 @@ from stalwart.contracts.activities import DescribeToolsRequest, ToolRequest
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import ToolCall, ToolResult
 from stalwart.contracts.tools import ToolSpec
+
+_ACTIVITY_IDS = itertools.count(1)
 
 
 async def describe(activities: ToolActivities, agent: AgentSpec) -> dict[str, ToolSpec]:
@@ -31,4 +35,7 @@ async def call(
         idempotency_key=f"test/{tool.name}",
         run_inputs=inputs or {},
     )
-    return await ActivityEnvironment().run(activities.run_tool, request)
+    environment = ActivityEnvironment()
+    # Each call its own activity, as in a run: a worker joins the attempts of one activity id into one call.
+    environment.info = dataclasses.replace(environment.info, activity_id=f"call-{next(_ACTIVITY_IDS)}")
+    return await environment.run(activities.run_tool, request)
