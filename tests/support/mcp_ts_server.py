@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,21 +173,11 @@ def ts_mcp_server(
     port: int, answer: int, count_file: Path, remembers: bool = True
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The server as a process on 127.0.0.1:`port` (endpoint /mcp) until the block ends, when it is killed."""
+    from support.processes import listening_process  # here: run as a script, this module sees no `support`
+
     forgetful = [] if remembers else ["forgetful"]
-    process = subprocess.Popen([sys.executable, __file__, str(port), str(answer), str(count_file), *forgetful])
-    try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the MCP test server exited with {process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield process
-    finally:
-        process.kill()
-        process.wait()
+    with listening_process([sys.executable, __file__, str(port), str(answer), str(count_file), *forgetful], port) as p:
+        yield p
 
 
 if __name__ == "__main__":

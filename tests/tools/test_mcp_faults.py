@@ -30,7 +30,7 @@ from stalwart.contracts.agent import AgentSpec, McpHttpServer, McpStdioServer, S
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import default_registry
 
-from support.processes import still_running
+from support.processes import listening_process, still_running
 
 HERE = Path(__file__).resolve().parent
 HANGING = HERE / "mcp_hanging_server.py"
@@ -230,22 +230,9 @@ async def test_mcp_cancelled_handshake_stops_at_once_and_stops_the_server(tmp_pa
 @contextmanager
 def http_server_process(port: int, unknown_session_status: int) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "mcp_http_server.py"), str(port), str(unknown_session_status)], env=env
-    )
-    try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the MCP HTTP server exited with {process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    argv = [sys.executable, str(HERE / "mcp_http_server.py"), str(port), str(unknown_session_status)]
+    with listening_process(argv, port, env=env) as process:
         yield process
-    finally:
-        process.kill()
-        process.wait()
 
 
 @pytest.mark.parametrize("status", [404, 400], ids=["python-404", "typescript-400"])
