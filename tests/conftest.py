@@ -1,4 +1,5 @@
-"""Shared fixtures: real Temporal servers from the executables installed by pip, never a mock, and a live A2A server."""
+"""Shared fixtures: real Temporal servers from the executables installed by pip, never a mock, a live A2A server,
+and the wire server that speaks the model providers' HTTP APIs."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from stalwart.workers.search_attributes import ensure_search_attributes
 
 from support.a2a_agents import A2AServer, roster
 from support.a2a_http import serving
+from wire_server.server import WireServer
 
 # Every worker, client and subprocess of the suite shares one storage folder, outside the repo.
 os.environ.setdefault("STALWART_STORAGE", tempfile.mkdtemp(prefix="stalwart-storage-"))
@@ -121,6 +123,15 @@ async def a2a_server() -> AsyncIterator[A2AServer]:
     server = A2AServer(roster())
     async with serving(server.app(), server.port):
         yield server
+
+
+@pytest.fixture(scope="session")
+async def wire() -> AsyncIterator[WireServer]:
+    """The wire server (tests/wire_server/): OpenAI's and Anthropic's HTTP APIs, answering as a test scripts them."""
+    server = WireServer()
+    await server.start()
+    yield server
+    await server.stop()
 
 
 _SESSION = pytest.StashKey[pytest.Session]()

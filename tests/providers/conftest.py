@@ -1,21 +1,9 @@
-"""The provider suite's fixtures: the wire server, and a provider flavour with its key in the environment."""
+"""The provider suite's fixtures: a provider flavour with its key in the environment (the wire server is shared)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from flavors import FLAVORS, Flavor
-
-from wire_server.server import WireServer
-
-
-@pytest.fixture(scope="session")
-async def wire() -> AsyncIterator[WireServer]:
-    server = WireServer()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture(params=FLAVORS, ids=[f.id for f in FLAVORS])

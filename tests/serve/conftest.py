@@ -12,7 +12,6 @@ from stalwart.client.api import StalwartClient
 from stalwart.workers.worker import build_worker
 
 from support.serve_api import Served, served
-from wire_server.server import WireServer
 
 
 @pytest.fixture
@@ -40,11 +39,3 @@ async def opened(dev_env) -> AsyncIterator[list[str]]:
     for run_id in ids:
         with contextlib.suppress(Exception):
             await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")
-
-
-@pytest.fixture(scope="session")
-async def wire() -> AsyncIterator[WireServer]:
-    server = WireServer()
-    await server.start()
-    yield server
-    await server.stop()
