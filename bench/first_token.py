@@ -11,21 +11,26 @@ model's time to first token varies), so the token comes at every phase of
 - `bare`: the SDK's `create(stream=True)` in this process, read directly;
   the latency is from the server writing its first event to the SDK
   yielding the first chunk with text;
-- `ours`: a run of a one-turn agent on our worker (in this process, on a
+- `push`: a run of a one-turn agent on our worker (in this process, on a
   fresh in-memory dev server), followed with `RunHandle.stream()`; the
   latency is from the server writing its first event to `stream()`
   yielding the first `AnswerDelta`. The path is: the model activity reads
-  the token and publishes it at once as heartbeat details (later text at
-  most every 50 ms, which the SDK throttles to 100 ms), the server keeps
-  them, and `stream()` polls the run's description (default every 100 ms),
-  so most of the difference is the wait for the next poll.
+  the token and hands it to the worker's stream broker, which sends it over
+  TCP to `stream()`, subscribed since the run started
+  (`activities/stream_broker.py`, `client/push.py`);
+- `poll`: the same with `stream(push=False)`, the path before the push
+  channel and the fallback for a worker without one: the token goes out as
+  heartbeat details (later text at most every 50 ms, which the SDK throttles
+  to 100 ms), the server keeps them, and `stream()` polls the run's
+  description (default every 100 ms), so most of the difference is the wait
+  for the next poll.
 
-It prints the median and the 95th percentile of both latencies and of their
-difference (ours minus bare, sample by sample).
+It prints the median and the 95th percentile of each latency and of each
+difference from bare (sample by sample).
 
     .venv/bin/python -m bench.first_token [--samples 40] [--pause 0.05] [--poll 0.1]
 
-The last line is `ratio: X.XX`, the median of ours over the median of bare.
+The last line is `ratio: X.XX`, the median of push over the median of bare.
 """
 
 from __future__ import annotations
@@ -93,14 +98,16 @@ async def bare_latency(wire: WireServer, pause: float, thinking: float) -> float
         await client.close()
 
 
-async def our_latency(stalwart: StalwartClient, wire: WireServer, pause: float, poll: float, thinking: float) -> float:
+async def our_latency(
+    stalwart: StalwartClient, wire: WireServer, pause: float, poll: float, thinking: float, *, push: bool = True
+) -> float:
     script = wire.script(_reply(pause, thinking))
     agent = AgentSpec(
         name="bench-first-token", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, api_key_env=KEY_ENV
     )
     handle = await stalwart.start(agent, "talk")
     first = None
-    async for event in handle.stream(poll_interval=poll):
+    async for event in handle.stream(poll_interval=poll, push=push):
         if first is None and isinstance(event, AnswerDelta) and event.text:
             first = time.monotonic()
     result = await handle.result()
@@ -125,10 +132,12 @@ async def main(samples: int, pause: float, poll: float) -> None:
                 stalwart = await StalwartClient.connect(server.address, task_queue=QUEUE)
                 async with build_worker(stalwart.temporal, task_queue=QUEUE):
                     await our_latency(stalwart, wire, pause, poll, 0.0)  # warm-up: SDK clients, worker caches
+                    await our_latency(stalwart, wire, pause, poll, 0.0, push=False)
                     await bare_latency(wire, pause, 0.0)
-                    ours, bare = [], []
-                    for thinking in thinking_times(samples, poll):  # interleaved: the machine's load touches both
-                        ours.append(await our_latency(stalwart, wire, pause, poll, thinking))
+                    pushed, polled, bare = [], [], []
+                    for thinking in thinking_times(samples, poll):  # interleaved: the machine's load touches all
+                        pushed.append(await our_latency(stalwart, wire, pause, poll, thinking))
+                        polled.append(await our_latency(stalwart, wire, pause, poll, thinking, push=False))
                         bare.append(await bare_latency(wire, pause, thinking))
     finally:
         await wire.stop()
@@ -138,9 +147,12 @@ async def main(samples: int, pause: float, poll: float) -> None:
         "request (spread evenly); latency = first token written by the server -> received"
     )
     print(_summary("bare SDK", bare))
-    print(_summary("stream()", ours))
-    print(_summary("difference", [o - b for o, b in zip(ours, bare, strict=True)]))
-    print(f"ratio: {statistics.median(ours) / statistics.median(bare):.2f}")
+    print(_summary("push", pushed))
+    print(_summary("poll", polled))
+    print(_summary("difference", [o - b for o, b in zip(pushed, bare, strict=True)]) + "   (push - bare)")
+    print(_summary("difference", [o - b for o, b in zip(polled, bare, strict=True)]) + "   (poll - bare)")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"ratio: {statistics.median(pushed) / statistics.median(bare):.2f}")
 
 
 if __name__ == "__main__":

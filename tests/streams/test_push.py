@@ -207,3 +207,17 @@ async def test_offsets_keep_increasing_across_continue_as_new_and_each_answer_is
     for answer in answers:
         assert answer in "".join(e.data["text"] for _, e in seen if e.kind == "delta")
     assert source is not None and source.chunks > 0
+
+
+async def test_a_worker_without_the_push_channel_is_followed_by_polling(
+    stalwart_client: StalwartClient, new_worker, wire: WireServer, opened, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("STALWART_STREAM", "off")  # as a worker of an older release runs: no broker to find
+    async with new_worker() as plugin:
+        run_id = await start(stalwart_client, agent(wire.script(Reply(text=ANSWER, pause=0.01))), opened)
+        sources: list[PushSource] = []
+        handle = stalwart_client.temporal.get_workflow_handle(run_id, result_type=AgentResult)
+        events = [e async for e in stream_answer(handle, on_push=sources.append)]
+    assert plugin.stream_broker is None
+    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == ANSWER
+    assert sources[0].chunks == 0
