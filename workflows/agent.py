@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types, names
     from stalwart.contracts.messages import Message
     from stalwart.contracts.model import build_contracts
-    from stalwart.contracts.run import AgentResult, RunEvent, RunNote, RunState, StopReason
+    from stalwart.contracts.run import AgentResult, RunEvent, RunState, StopReason
     from stalwart.contracts.run_input import TurnInProgress, missing_goal
     from stalwart.workflows import approvals, arguments, conversation, deadlines, patches, policies, telemetry, turns
     from stalwart.workflows.approvals import ApprovalGate
@@ -257,19 +257,20 @@ class AgentWorkflow:
             if reply.truncated:
                 self._error = truncated(self._agent, state.step, reply)
                 return "max_tokens"
-        if not reply.tool_calls and not state.queued and turn.nudged(self._agent, bool(state.tools), reply.text):
-            state.unsent.append(Message(role="user", content=self._agent.loop.persistence_prompt))
-            return None
-        if not reply.tool_calls and not state.queued and self._agent.output is not None:  # typed output
-            stop, self._error = settle_output(self._agent, self._chain, turn, reply.text)
-            return stop
-        if not reply.tool_calls and not state.queued:
-            state.answer = reply.text
-            self._chain.steps[-1].final = True
-            return "done"
         if reply.tool_calls:
             await self._tool_calls.run(reply.tool_calls, turn)
-        return None
+            return None
+        if state.queued:  # a message came during the step: the model reads it before the turn ends
+            return None
+        if turn.nudged(self._agent, bool(state.tools), reply.text):
+            state.unsent.append(Message(role="user", content=self._agent.loop.persistence_prompt))
+            return None
+        if self._agent.output is not None:  # typed output
+            stop, self._error = settle_output(self._agent, self._chain, turn, reply.text)
+            return stop
+        state.answer = reply.text
+        self._chain.steps[-1].final = True
+        return "done"
 
     async def _stop_on_budget(self, turn: Turn, reason: StopReason) -> StopReason:
         """Stop the turn on a spent budget, with one last model call without tools (`finalize_on_budget`) for
@@ -362,13 +363,13 @@ class AgentWorkflow:
             runs=state.runs + 1,
             earlier=state.archives,
             waiting=self._visibility.waiting,
-            notes=[RunNote(number=number, at=at, text=text) for number, at, text in self._visibility.noted],
+            notes=self._visibility.notes,
         )
 
     def events(self) -> list[RunEvent]:
         """The run so far as memory events (docs/concepts.md), then the notes of what it could not use."""
         first_index = sum(archive.count for archive in self._chain.state.archives)
-        notes = [RunNote(number=number, at=at, text=text).as_event() for number, at, text in self._visibility.noted]
+        notes = [note.as_event() for note in self._visibility.notes]
         return conversation.events(self._chain.steps, first_index=first_index) + notes
 
     async def send(self, text: str) -> AgentResult:

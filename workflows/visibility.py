@@ -16,7 +16,7 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
-    from stalwart.contracts.run import RunStatus
+    from stalwart.contracts.run import RunNote, RunStatus
     from stalwart.contracts.run_input import RunInput
     from stalwart.workflows import patches, policies
     from stalwart.workflows.chain import Chain
@@ -53,8 +53,8 @@ class Visibility:
         self.status: RunStatus = "running"
         self.waiting: str | None = None
         """What the run waits out right now on a durable timer (a provider's Retry-After): who, how long, until when."""
-        self.noted: list[tuple[int, datetime, str]] = []
-        """What was sent to the run that it could not use (a signal it cannot read): number, time, note; newest last."""
+        self.notes: list[RunNote] = []
+        """What was sent to the run that it could not use (a signal it cannot read), newest last."""
         # A continued run upserts everything once.
         self._published = {} if chain.continued else _search_attributes_at_start()
         self._published_at: datetime | None = workflow.now() if self._published else None
@@ -74,8 +74,8 @@ class Visibility:
 
         Only the current details change: they are no history event, so a note leaves the history as it was
         (a run recorded before notes replays as it ran). The last `NOTES_KEPT` notes are kept."""
-        number = self.noted[-1][0] + 1 if self.noted else 1
-        self.noted = [*self.noted, (number, workflow.now(), text)][-NOTES_KEPT:]
+        number = self.notes[-1].number + 1 if self.notes else 1
+        self.notes = [*self.notes, RunNote(number=number, at=workflow.now(), text=text)][-NOTES_KEPT:]
         self._show_details()
 
     def waiting_out(self, what: str | None) -> None:
@@ -83,10 +83,6 @@ class Visibility:
         does `state`. No history event, as for notes."""
         self.waiting = what
         self._show_details()
-
-    @property
-    def notes(self) -> list[str]:
-        return [text for _, _, text in self.noted]
 
     def _show_details(self) -> None:
         state, steps, agent = self._chain.state, self._chain.steps, self._input.agent
@@ -101,7 +97,7 @@ class Visibility:
             f"{state.usage.total_tokens} tokens\n\n{what}\n\n"
             f"last: {last.role + ' ' + (last.tool_name or '') if last else '-'}"
             + (f"\n\nwaiting: {self.waiting}" if self.waiting else "")
-            + (f"\n\nnote: {self.notes[-1]}" if self.notes else "")
+            + (f"\n\nnote: {self.notes[-1].text}" if self.notes else "")
         )
 
     def approvals_changed(self, waiting: bool) -> None:
