@@ -71,30 +71,3 @@ def test_new_user_trips_the_ui_link_of_stalwart_run_honours_the_dev_servers_ui_p
             del os.environ["XDG_STATE_HOME"]
         else:
             os.environ["XDG_STATE_HOME"] = saved
-
-
-async def test_new_user_trips_a_run_started_by_another_client_shows_its_agent_and_goal(
-    time_skipping_env, worker_with, task_queue
-):
-    """A run started without Stalwart's client (the `temporal` CLI, another SDK) has no static summary: only the
-    starter can set that. The workflow sets its current details itself, so the UI still shows agent and goal."""
-    from stalwart.contracts.agent import AgentSpec, ScriptedReply
-    from stalwart.contracts.names import WORKFLOW_TYPE
-    from stalwart.contracts.run import AgentResult
-    from stalwart.contracts.run_input import RunInput
-
-    agent = AgentSpec(name="plain-start", scripted=[ScriptedReply(text="4")])
-    client = time_skipping_env.client
-    async with worker_with():
-        handle = await client.start_workflow(
-            WORKFLOW_TYPE,
-            RunInput(agent=agent, goal="What is 2+2?"),
-            id=f"plain-{task_queue}",
-            task_queue=task_queue,
-            result_type=AgentResult,
-        )
-        await handle.result()
-        metadata = await handle.query("__temporal_workflow_metadata")
-    assert await (await handle.describe()).static_summary() is None  # another client gives none at start
-    assert "**plain-start**" in metadata.current_details
-    assert "goal: What is 2+2?" in metadata.current_details

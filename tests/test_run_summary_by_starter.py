@@ -1,6 +1,6 @@
-"""What the docs say of a run's Temporal summary holds for a run another SDK started (issue 43, item 6): the
-README said every run has one, but only the starter can set it (a workflow cannot set its own in the Python SDK
-1.35); the workflow's current details show its agent, status and goal instead, however it was started."""
+"""What the docs say of a run's Temporal summary holds for a run another SDK started: only the starter can set it
+(a workflow cannot set its own in the Python SDK 1.35), so the run has none, and the workflow's current details show
+its agent, status and goal however it was started."""
 
 from __future__ import annotations
 
