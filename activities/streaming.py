@@ -142,11 +142,12 @@ class AnswerPublisher:
             self._push_chunk(ended=True)
             self._pushed = False
 
-    def _push_chunk(self, **chunk: object) -> None:
+    def _push_chunk(self, *, at: int = 0, text: str = "", retracted: bool = False, ended: bool = False) -> None:
         if self._push is None:
             return
         self._pushed = True
-        self._push(StreamChunk(step=self._progress.step, attempt=self._attempt, **chunk))  # type: ignore[arg-type]
+        step, attempt = self._progress.step, self._attempt
+        self._push(StreamChunk(step=step, attempt=attempt, at=at, text=text, retracted=retracted, ended=ended))
 
     def _cancel_later(self) -> None:
         if self._later is not None:

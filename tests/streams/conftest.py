@@ -1,5 +1,5 @@
-"""Streams pushed from the worker: a real dev server, workers whose plugin (and so broker) the test can see, and the
-wire server for a model that writes its answer word by word."""
+"""Streams pushed from the worker: a real dev server and workers whose plugin (and so broker) the test can see; the
+wire server (tests/conftest.py) is the model that writes its answer word by word."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from temporalio.worker import Worker
 
 from stalwart.client.api import StalwartClient
 from stalwart.workers.plugin import StalwartPlugin
-
-from wire_server.server import WireServer
 
 WorkerFactory = Callable[[], AbstractAsyncContextManager[StalwartPlugin]]
 
@@ -44,11 +42,3 @@ async def opened(dev_env) -> AsyncIterator[list[str]]:
     for run_id in ids:
         with contextlib.suppress(Exception):
             await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")
-
-
-@pytest.fixture(scope="session")
-async def wire() -> AsyncIterator[WireServer]:
-    server = WireServer()
-    await server.start()
-    yield server
-    await server.stop()
