@@ -25,7 +25,7 @@ class SendResult(AgentResult, Compact):
     step have empty `content`: read them from the message sent and from `answer`."""
     message_index: int | None = None
     """Shape 2: the index in `steps` of the sender's own message step, if the turn recorded it."""
-    steps: list[ArchivedStep]  # the same steps, their empty fields left out
+    steps: list[ArchivedStep]  # type: ignore[assignment]  # the same steps, their empty fields left out
 
     @classmethod
     def without_echoes(cls, result: AgentResult, own: StepRecord | None) -> SendResult:
