@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 from temporalio.client import (
     Client,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from stalwart.contracts.activities import ModelContext
 
 _CONTINUING_PATIENCE_SECONDS = 300.0
+_T = TypeVar("_T")
 _CLOSED_STATUSES = set(get_args(StopReason))  # a run that stopped, for whatever reason
 
 
@@ -247,7 +248,7 @@ class SessionHandle(RunHandle):
         message (empty, too long, or the session is closed).
         """
         try:
-            turn = await _retrying_while_continuing(
+            turn = await retrying_while_continuing(
                 lambda: self._handle.execute_update("send", message, result_type=SendResult)
             )
             return turn.restored(message).with_output_as(output_type)
@@ -404,7 +405,7 @@ class StalwartClient:
                 "send", message, start_workflow_operation=operation, result_type=SendResult
             )
 
-        return (await _retrying_while_continuing(send)).restored(message).with_output_as(output_type)
+        return (await retrying_while_continuing(send)).restored(message).with_output_as(output_type)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes (`start_metadata`, as a user's
@@ -445,21 +446,27 @@ class StalwartClient:
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
 
 
-async def _retrying_while_continuing(send: Callable[[], Awaitable[SendResult]]) -> SendResult:
-    """Send again a message refused because the session was continuing as new (it takes no message then).
+def session_continuing(err: WorkflowUpdateFailedError) -> bool:
+    """Whether the session refused the update because it was continuing as new (it takes no message then)."""
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == names.SESSION_CONTINUING
 
-    Continuing takes a moment, or as long as a worker outage lasts: keep trying for a few minutes.
+
+async def retrying_while_continuing(
+    send: Callable[[], Awaitable[_T]], patience_seconds: float = _CONTINUING_PATIENCE_SECONDS
+) -> _T:
+    """Send again a message refused because the session was continuing as new, for up to `patience_seconds`.
+
+    Continuing takes a moment, or as long as a worker outage lasts: by default keep trying for a few minutes.
     """
     loop = asyncio.get_running_loop()
-    give_up = loop.time() + _CONTINUING_PATIENCE_SECONDS
+    give_up = loop.time() + patience_seconds
     delay = 0.05
     while True:
         try:
             return await send()
         except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            continuing = isinstance(cause, ApplicationError) and cause.type == names.SESSION_CONTINUING
-            if not continuing or loop.time() > give_up:
+            if not session_continuing(err) or loop.time() > give_up:
                 raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)

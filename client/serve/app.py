@@ -27,16 +27,21 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, WorkflowUpdateStage
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.agent_files import load_agent
-from stalwart.client.api import InvalidRunInput, SessionClosed, StalwartClient
+from stalwart.client.api import (
+    InvalidRunInput,
+    SessionClosed,
+    StalwartClient,
+    retrying_while_continuing,
+    session_continuing,
+)
 from stalwart.client.reader import RunWithoutResult
 from stalwart.client.serve.feed import Feed, Offset, PolledFeed, exists
 from stalwart.client.serve.guards import Guard, OriginGuard
 from stalwart.client.serve.openapi import Endpoint, document
-from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, decision_problem
 from stalwart.contracts.errors import RunFailed, UsageError
@@ -308,22 +313,21 @@ class _Api:
 
 async def _accepted(client: StalwartClient, session_id: str, message: str) -> None:
     """Hand `message` to the session and return once it accepted it (its turn runs on); a session continuing as new
-    takes no message for a moment, so that refusal is tried again."""
+    takes no message for a moment, so that refusal is tried again for up to a minute."""
     handle = client.temporal.get_workflow_handle(session_id)
-    delay = 0.05
-    for _ in range(60):
-        try:
-            await handle.start_update(
+    try:
+        await retrying_while_continuing(
+            lambda: handle.start_update(
                 "send", message, wait_for_stage=WorkflowUpdateStage.ACCEPTED, result_type=AgentResult
-            )
-            return
-        except WorkflowUpdateFailedError as err:
-            cause = err.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == names.SESSION_CONTINUING):
-                raise
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 1.0)
-    raise ApiError(503, "session_busy", f"session {session_id} kept continuing as new: send the message again")
+            ),
+            patience_seconds=60.0,
+        )
+    except WorkflowUpdateFailedError as err:
+        if session_continuing(err):
+            raise ApiError(
+                503, "session_busy", f"session {session_id} kept continuing as new: send the message again"
+            ) from None
+        raise
 
 
 def _cause(err: WorkflowUpdateFailedError) -> str:
