@@ -153,9 +153,11 @@ class PushSource:
                 if chunk.ended:
                     self.turn_ended.set()
                 self.changed.set()
-        except (OSError, ValueError, KeyError, TimeoutError, ConnectionError):
-            if not accepted.done():  # never reached: a broker this process cannot reach is not tried again
-                self._refused.add(address)
+        except Exception:
+            # Unreachable, or sending what this process cannot read (a codec without the worker's keys): not tried
+            # again, as trying would fail the same way; the text comes by polling. A worker that stops closes the
+            # connection instead, and one that starts again listens on another port.
+            self._refused.add(address)
         finally:
             if not accepted.done():
                 accepted.set_result(False)

@@ -15,6 +15,7 @@ from stalwart.client.push import PushSource
 from stalwart.client.serve.feed import FeedEvent, Offset, PushFeed
 from stalwart.client.stream import AnswerDelta, AnswerRetracted, StreamEvent, stream_answer
 from stalwart.contracts.agent import AgentSpec, SessionSettings
+from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import AgentResult
 
 from wire_server.script import Cut, Freeze, Reply
@@ -65,6 +66,17 @@ class CountedDescribes:
         self.handle.describe = counted  # type: ignore[method-assign]
 
 
+async def until_the_model_call_runs(temporal: Client, run_id: str) -> None:
+    """Wait until a worker has started the run's model call (a worker just started may not be listed yet as one
+    polling the queue, so a stream that polls once could otherwise not find its broker)."""
+    handle = temporal.get_workflow_handle(run_id)
+    while not any(
+        p.activity_type.name == MODEL_ACTIVITY and p.last_worker_identity
+        for p in (await handle.describe()).raw_description.pending_activities
+    ):
+        await asyncio.sleep(0.02)
+
+
 async def deltas_until(feed_events: Any, text: str, index: int | None = None) -> list[tuple[Offset, FeedEvent]]:
     """Feed events until the delta text (of record `index`, if given) reaches `text`."""
     seen: list[tuple[Offset, FeedEvent]] = []
@@ -83,6 +95,8 @@ async def test_chunks_reach_a_stream_by_push_with_no_poll_between_them(
 ):
     async with new_worker():
         run_id = await start(stalwart_client, agent(frozen(wire)), opened)
+        # Polled once from here on: the model call must already run where the first poll can see its worker.
+        await until_the_model_call_runs(stalwart_client.temporal, run_id)
         counted = CountedDescribes(stalwart_client.temporal, run_id)
         sources: list[PushSource] = []
         events = stream_answer(counted.handle, poll_interval=3600, on_push=sources.append)
