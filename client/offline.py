@@ -11,6 +11,7 @@ a free parallel slot rather than for approval) is told apart as well as history 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -145,11 +146,9 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
                 rebuilt.calls[call.id] = (tool_step, call)
         elif kind == names.RUN_TOOL_ACTIVITY and record is not None:
             [result] = await converter.decode(payloads, [ToolResult])
-            record.ended_at = at
-            if result.is_error:
-                record.error = result.text
-            else:
-                record.result = result.text
+            _tool_ended(record, result, at)
+    elif event.HasField("marker_recorded_event_attributes"):
+        await _apply_fast_tool(rebuilt, event.marker_recorded_event_attributes, at, converter)
     else:
         which = event.WhichOneof("attributes") or ""
         if which in _ACTIVITY_ENDINGS:
@@ -162,6 +161,35 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
             return
         await _apply_message(rebuilt, event, at, converter)
 
+
+def _tool_ended(record: StepRecord, result: ToolResult, at: datetime) -> None:
+    record.ended_at = at
+    if result.is_error:
+        record.error = result.text
+    else:
+        record.result = result.text
+
+
+async def _apply_fast_tool(rebuilt: _Rebuilt, marker: Any, at: datetime, converter: DataConverter) -> None:
+    """A fast tool runs as a local activity: history holds one marker with its result and none of its request,
+    so the call is found by the id its result names."""
+    if marker.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in marker.details:
+        return
+    try:
+        data = json.loads(marker.details["data"].payloads[0].data)
+    except (KeyError, IndexError, ValueError):
+        return
+    if not isinstance(data, dict) or names.RUN_TOOL_ACTIVITY not in data.values():
+        return
+    [result] = await converter.decode(list(marker.details["result"].payloads), [ToolResult])
+    known = rebuilt.calls.get(result.call_id)
+    if known is not None:
+        rebuilt.decided.add(result.call_id)
+        _tool_ended(known[0], result, at)
+
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""The marker the SDK records for a local activity: its metadata as JSON under `data`, its result under `result`."""
 
 _ACTIVITY_ENDINGS = {
     "activity_task_failed_event_attributes": "failed",
