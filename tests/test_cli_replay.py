@@ -38,7 +38,7 @@ async def test_an_exported_run_replays_ok_and_a_changed_history_is_reported_with
     record = json.loads(Path(written).read_text())
     for event in record["history"]["events"]:  # what the recorded run did, not what this code would do
         scheduled = event.get("activityTaskScheduledEventAttributes")
-        if scheduled and scheduled["activityType"]["name"] == "run_tool":
+        if scheduled and scheduled["activityType"]["name"] == "model_turn":  # the calculator is a local activity
             scheduled["activityType"]["name"] = "some_other_activity"
     (tmp_path / "changed").mkdir()
     (tmp_path / "changed" / "run.000.json").write_text(json.dumps(record))
