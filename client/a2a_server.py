@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import os
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -397,7 +399,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         asyncio.run(serve())
     except (ConnectionError, EncryptionKeyError, StorageSettingError, TracingSettingError) as err:
-        parser.exit(1, f"error: {err}\n")  # a setting to fix, said as `stalwart` says it: no traceback
+        # A setting to fix, said as `stalwart` says it: one line, no traceback. The exit skips interpreter teardown
+        # as `stalwart` does (client/cli.py console_main): a client that failed to connect leaves Temporal's core
+        # threads behind, and finalizing under them aborted the process now and then on a busy machine.
+        sys.stderr.write(f"error: {err}\n")
+        sys.stderr.flush()
+        os._exit(1)
 
 
 if __name__ == "__main__":
