@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.storage.converter import stalwart_converter
+from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
 from stalwart.workers.dev_server import DevServer, find_executable
 from stalwart.workers.search_attributes import ensure_search_attributes
@@ -156,3 +157,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(int(session.exitstatus))
+
+
+@pytest.fixture
+def stalwart_client(dev_env, task_queue: str) -> StalwartClient:
+    """A Stalwart client on the dev server, starting runs on the test's task queue."""
+    return StalwartClient(dev_env.client, task_queue=task_queue)
+
+
+@pytest.fixture
+async def opened(dev_env) -> AsyncIterator[list[str]]:
+    """Ids of the runs and sessions a test started; those still open are terminated after it."""
+    ids: list[str] = []
+    yield ids
+    for run_id in ids:
+        with contextlib.suppress(Exception):
+            await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")

@@ -3,7 +3,6 @@ models that write their answer word by word."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,11 +11,6 @@ from stalwart.client.api import StalwartClient
 from stalwart.workers.worker import build_worker
 
 from support.serve_api import Served, served
-
-
-@pytest.fixture
-def stalwart_client(dev_env, task_queue: str) -> StalwartClient:
-    return StalwartClient(dev_env.client, task_queue=task_queue)
 
 
 @pytest.fixture
@@ -29,13 +23,3 @@ async def worker(dev_env, task_queue: str) -> AsyncIterator[None]:
 async def server(stalwart_client: StalwartClient, worker: None) -> AsyncIterator[Served]:
     async with served(stalwart_client) as running:
         yield running
-
-
-@pytest.fixture
-async def opened(dev_env) -> AsyncIterator[list[str]]:
-    """Ids of the runs and sessions a test started; those still open are terminated after it."""
-    ids: list[str] = []
-    yield ids
-    for run_id in ids:
-        with contextlib.suppress(Exception):
-            await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")

@@ -10,15 +10,9 @@ from contextlib import AbstractAsyncContextManager
 import pytest
 from temporalio.worker import Worker
 
-from stalwart.client.api import StalwartClient
 from stalwart.workers.plugin import StalwartPlugin
 
 WorkerFactory = Callable[[], AbstractAsyncContextManager[StalwartPlugin]]
-
-
-@pytest.fixture
-def stalwart_client(dev_env, task_queue: str) -> StalwartClient:
-    return StalwartClient(dev_env.client, task_queue=task_queue)
 
 
 @pytest.fixture
@@ -32,13 +26,3 @@ def new_worker(dev_env, task_queue: str) -> WorkerFactory:
             yield plugin
 
     return start
-
-
-@pytest.fixture
-async def opened(dev_env) -> AsyncIterator[list[str]]:
-    """Ids of the runs a test started; those still open are terminated after it."""
-    ids: list[str] = []
-    yield ids
-    for run_id in ids:
-        with contextlib.suppress(Exception):
-            await dev_env.client.get_workflow_handle(run_id).terminate(reason="test over")
