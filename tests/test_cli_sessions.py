@@ -64,18 +64,14 @@ def chatter_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def client(dev_env, task_queue: str) -> StalwartClient:
-    return StalwartClient(dev_env.client, task_queue=task_queue)
+def client(stalwart_client: StalwartClient) -> StalwartClient:
+    return stalwart_client
 
 
 @pytest.fixture
-async def sessions(dev_env) -> AsyncIterator[list[str]]:
-    """Ids of the sessions a test opened; those still open are terminated after it, to leave the shared server clean."""
-    opened: list[str] = []
-    yield opened
-    for session_id in opened:
-        with contextlib.suppress(Exception):
-            await dev_env.client.get_workflow_handle(session_id).terminate(reason="test over")
+def sessions(opened: list[str]) -> list[str]:
+    """Ids of the sessions a test opened; those still open are terminated after it (tests/conftest.py `opened`)."""
+    return opened
 
 
 def session_id() -> str:
