@@ -26,7 +26,7 @@ from stalwart.contracts import names
 from stalwart.contracts.activities import DescribeToolsResult, ModelRequest, ToolRequest
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
-from stalwart.contracts.run import RunNote, RunState, StepRecord
+from stalwart.contracts.run import NOTES_KEPT, RunNote, RunState, StepRecord
 from stalwart.contracts.run_input import ContinuedRunInput
 
 NO_WORKER = (
@@ -86,7 +86,7 @@ async def rebuild(
         runs=(carried.runs + 1) if carried else 1,
         earlier=carried.archives if carried else [],
         offline=_why_unanswered(events),
-        notes=rebuilt.notes[-20:],
+        notes=rebuilt.notes[-NOTES_KEPT:],
     )
     return state, _pending(rebuilt, search_attributes.get(names.AGENT_AWAITING_APPROVAL))
 

@@ -236,6 +236,11 @@ class RunEvent(Contract):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+NOTES_KEPT = 20
+"""Notes a run keeps: the latest, so a client sending junk in a loop cannot grow its state (the workflow and a
+run read from history without a worker keep the same ones)."""
+
+
 class RunNote(Contract):
     """Something sent to the run that it could not use, such as a signal with arguments it does not take: a
     signal's sender is told nothing, so the run keeps this note (`RunState.notes`, an `error` event)."""

@@ -16,13 +16,10 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
-    from stalwart.contracts.run import RunNote, RunStatus
+    from stalwart.contracts.run import NOTES_KEPT, RunNote, RunStatus
     from stalwart.contracts.run_input import RunInput
     from stalwart.workflows import patches, policies
     from stalwart.workflows.chain import Chain
-
-NOTES_KEPT = 20
-"""Notes a run keeps (`Visibility.note`): the latest, so a client sending junk in a loop cannot grow the state."""
 
 _COUNTERS = frozenset(key.name for key in (names.AGENT_STEPS, names.AGENT_TOKENS, names.AGENT_COST_USD))
 
