@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from stalwart.activities import worker_settings
+from stalwart.activities.exception_chain import exception_chain
 from stalwart.contracts.errors import UsageError
 
 ALLOWED_ENV_VAR = "STALWART_ALLOWED_ENV"
@@ -321,14 +322,10 @@ def _error_texts(err: BaseException) -> Iterator[str]:
     """Every message and detail of an error and the errors chained to it."""
     from temporalio.exceptions import ApplicationError  # here: `stalwart check` reads the policy without the SDK
 
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(err):
         yield str(current)
         if isinstance(current, ApplicationError):
             yield repr(current.details)
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
 
 
 def redacted_error(err: BaseException) -> BaseException:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import Iterator
 from urllib.parse import urlsplit
+
+from stalwart.activities.exception_chain import exception_chain
 
 
 def unreachable(err: BaseException, url: str | None, setting: str) -> str | None:
@@ -19,7 +20,7 @@ def unreachable(err: BaseException, url: str | None, setting: str) -> str | None
     `setting` is what a person checks, e.g. "`base_url` in the agent file".
     """
     host, port = _host_and_port(url)
-    for cause in _chain(err):
+    for cause in exception_chain(err, past_from_none=True):
         if isinstance(cause, socket.gaierror):
             return (
                 f"cannot resolve host {host!r} ({cause.strerror or cause}): check {setting}, and that the worker "
@@ -40,12 +41,3 @@ def _host_and_port(url: str | None) -> tuple[str, int | str]:
         return parts.hostname or "?", port
     except ValueError:
         return "?", "?"
-
-
-def _chain(err: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
