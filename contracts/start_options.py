@@ -12,8 +12,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec
-
-SHOWN_GOAL_CHARS = 2000
+from stalwart.contracts.shown_goal import IN_STATIC_DETAILS, shown_goal
 
 
 def start_metadata(spec: AgentSpec, what: str, *, status: str, by: str | None = None) -> dict[str, Any]:
@@ -23,7 +22,7 @@ def start_metadata(spec: AgentSpec, what: str, *, status: str, by: str | None = 
     the workflow keeps is set here, so its first workflow task has nothing to upsert. `by` says who started it
     (a user's workflow), shown in the details.
     """
-    shown = what if len(what) <= SHOWN_GOAL_CHARS else what[:SHOWN_GOAL_CHARS] + " …"
+    shown = shown_goal(what, IN_STATIC_DETAILS)
     started_by = f" · started by {by}" if by else ""
     return {
         "static_summary": f"{spec.name}: {what}"[:400],

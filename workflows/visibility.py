@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.run import NOTES_KEPT, RunNote, RunStatus
     from stalwart.contracts.run_input import RunInput
+    from stalwart.contracts.shown_goal import IN_CURRENT_DETAILS, shown_goal
     from stalwart.workflows import patches, policies
     from stalwart.workflows.chain import Chain
 
@@ -87,8 +88,7 @@ class Visibility:
         turns = f" · turn {state.turns}" if self._input.session else ""
         # The UI's static summary can only be set by whoever starts the run (StalwartClient does); a run started
         # from the `temporal` CLI or another SDK still shows its agent and goal here, set by the workflow itself.
-        goal = self._input.goal if len(self._input.goal) <= 200 else self._input.goal[:200] + " …"
-        what = "session" if self._input.session else f"goal: {goal}"
+        what = "session" if self._input.session else f"goal: {shown_goal(self._input.goal, IN_CURRENT_DETAILS)}"
         workflow.set_current_details(
             f"**{agent.name}** · {self.status}{turns} · step {state.step} · "
             f"{state.usage.total_tokens} tokens\n\n{what}\n\n"
