@@ -83,6 +83,13 @@ def _agent_file(tmp_path: Path, body: str) -> Path:
     return file
 
 
+def _refusal(tmp_path: Path, body: str) -> str:
+    """What `check` says as it refuses an agent file of `body`."""
+    with pytest.raises(AgentFileError) as refused:
+        check_agent(_agent_file(tmp_path, body))
+    return str(refused.value)
+
+
 @pytest.fixture
 def allow_everything(monkeypatch):
     """The widest allowlist an operator can write: still no worker setting or provider key may be read."""
@@ -95,9 +102,7 @@ def test_check_refuses_a_worker_setting_named_anywhere_in_an_agent_file_whatever
     tmp_path, allow_everything, place, variable
 ):
     body, field = PLACES[place]
-    with pytest.raises(AgentFileError) as refused:
-        check_agent(_agent_file(tmp_path, body.replace("VAR", variable)))
-    message = str(refused.value)
+    message = _refusal(tmp_path, body.replace("VAR", variable))
     assert f"field `{field}`" in message and variable in message
     assert "a setting of the worker itself" in message and AGENT_NAMESPACE in message
 
@@ -106,9 +111,7 @@ def test_check_refuses_a_worker_setting_named_anywhere_in_an_agent_file_whatever
 @pytest.mark.parametrize("place", [p for p in PLACES if p != "api_key_env"])
 def test_check_refuses_a_provider_key_named_outside_its_providers_model(tmp_path, allow_everything, place, variable):
     body, field = PLACES[place]
-    with pytest.raises(AgentFileError) as refused:
-        check_agent(_agent_file(tmp_path, body.replace("VAR", variable)))
-    message = str(refused.value)
+    message = _refusal(tmp_path, body.replace("VAR", variable))
     assert f"field `{field}`" in message and variable in message
     assert "sends it only to that provider" in message and AGENT_NAMESPACE in message
 
@@ -127,9 +130,7 @@ def test_check_refuses_one_providers_key_as_the_api_key_env_of_another_providers
     tmp_path, allow_everything, model, variable
 ):
     body = f'model = "{model}"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "{variable}"\n'
-    with pytest.raises(AgentFileError) as refused:
-        check_agent(_agent_file(tmp_path, body))
-    message = str(refused.value)
+    message = _refusal(tmp_path, body)
     assert "field `api_key_env`" in message and variable in message and "sends it only to that provider" in message
 
 
@@ -138,9 +139,7 @@ def test_check_refuses_one_providers_key_as_the_api_key_env_of_another_providers
 )
 def test_check_refuses_a_base_url_that_would_send_the_providers_own_key_elsewhere(tmp_path, model):
     body = f'model = "{model}"\nbase_url = "https://attacker.example/v1"\n'
-    with pytest.raises(AgentFileError) as refused:
-        check_agent(_agent_file(tmp_path, body))
-    message = str(refused.value)
+    message = _refusal(tmp_path, body)
     assert "field `base_url`" in message and "attacker.example" in message
     assert f'api_key_env = "{AGENT_NAMESPACE}' in message
 
