@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,43 +16,14 @@ from crash_tools import attempts_file
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
-from stalwart.client.api import RunHandle, StalwartClient
+from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.run import AgentResult
 from stalwart.contracts.tools import DEFAULT_HEARTBEAT_TIMEOUT_SECONDS
+
+from support.worker_process import assert_alive, result_while_alive, start_worker, stop
 
 TESTS_DIR = Path(__file__).resolve().parent
 VALUES = ["r1", "r2", "r3", "r4"]
-
-
-def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
-    """The real `stalwart worker` command, with the test's tool module importable from tests/."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
-    command = [
-        sys.executable,
-        "-m",
-        "stalwart.client.cli",
-        "worker",
-        "--address",
-        address,
-        "--task-queue",
-        task_queue,
-        "--tools",
-        "crash_tools",
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is not None and process.poll() is None:
-        process.terminate()
-        process.wait()
-
-
-def _assert_alive(worker: subprocess.Popen[bytes], log: Path) -> None:
-    if worker.poll() is not None:
-        raise AssertionError(f"a worker exited by itself with code {worker.returncode}; its log:\n{log.read_text()}")
 
 
 def _lines(path: Path) -> list[str]:
@@ -63,23 +33,12 @@ def _lines(path: Path) -> list[str]:
 async def _until_a_call_runs_after_a_finished_one(records: Path, worker: subprocess.Popen[bytes], log: Path) -> None:
     """Wait until `worker` has finished at least one call and is in the middle of the next one."""
     while True:
-        _assert_alive(worker, log)
+        assert_alive(worker, log)
         recorded = {line.split()[-1] for line in _lines(records)}
         running = [line.split() for line in _lines(attempts_file(records))]
         if recorded and any(value not in recorded and pid == str(worker.pid) for _, value, _, pid in running):
             return
         await asyncio.sleep(0.02)
-
-
-async def _result_while_alive(run: RunHandle, worker: subprocess.Popen[bytes], log: Path) -> AgentResult:
-    """The run's result, or the worker's log if the only worker left dies first (instead of waiting forever)."""
-    result = asyncio.ensure_future(run.result())
-    while not result.done():
-        if worker.poll() is not None:
-            result.cancel()
-        _assert_alive(worker, log)
-        await asyncio.wait([result], timeout=0.2)
-    return result.result()
 
 
 async def _seconds_until_run_by(worker: subprocess.Popen[bytes], records: Path, since: float) -> float:
@@ -107,7 +66,7 @@ async def test_run_killed_with_its_worker_is_finished_by_another_and_its_finishe
     records = tmp_path / "records.txt"
     address = dev_env.address
     stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
-    first = _start_worker(address, task_queue, tmp_path / "worker-1.log")
+    first = start_worker(address, task_queue, tmp_path / "worker-1.log", tools="crash_tools", tools_dir=TESTS_DIR)
     second: subprocess.Popen[bytes] | None = None
     try:
         run = await stalwart.start(_recorder_agent(), "Record r1 to r4.", inputs={"records_file": str(records)})
@@ -119,13 +78,13 @@ async def test_run_killed_with_its_worker_is_finished_by_another_and_its_finishe
         assert (
             await dev_env.client.get_workflow_handle(run.run_id).describe()
         ).status == WorkflowExecutionStatus.RUNNING
-        second = _start_worker(address, task_queue, tmp_path / "worker-2.log")
+        second = start_worker(address, task_queue, tmp_path / "worker-2.log", tools="crash_tools", tools_dir=TESTS_DIR)
         recovered = asyncio.ensure_future(_seconds_until_run_by(second, records, killed_at))
-        result = await _result_while_alive(run, second, tmp_path / "worker-2.log")
+        result = await result_while_alive(run, second, tmp_path / "worker-2.log")
         print(f"\nthe call in flight ran again {await recovered:.1f} s after its worker was killed")
     finally:
-        _stop(first)
-        _stop(second)
+        stop(first)
+        stop(second)
 
     assert result.stop_reason == "done"
     assert result.answer == "Recorded r1, r2, r3 and r4."

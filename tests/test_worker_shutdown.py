@@ -5,7 +5,6 @@ hanging handshake; the process exits, its MCP server is stopped, and another wor
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, McpStdioServer, ScriptedReply, ScriptedToolCall
 
 from support.processes import still_running
+from support.worker_process import start_worker
 from wire_server.script import Reply, Stall
 from wire_server.server import Script, WireServer
 
@@ -27,23 +27,8 @@ HANG_GUARD_SECONDS = 300  # a hang guard, not a time limit: the measured drain i
 
 
 def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))}
-    command = [
-        sys.executable,
-        "-m",
-        "stalwart.client.cli",
-        "worker",
-        "--address",
-        address,
-        "--task-queue",
-        task_queue,
-        "--tools",
-        "shutdown_tools",
-        "--grace-seconds",
-        str(GRACE_SECONDS),
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    options = ("--grace-seconds", str(GRACE_SECONDS))
+    return start_worker(address, task_queue, log, tools="shutdown_tools", tools_dir=TESTS_DIR, options=options)
 
 
 async def _until(started: Path | Script, worker: subprocess.Popen[bytes], log: Path) -> str:

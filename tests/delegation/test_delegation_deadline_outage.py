@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,26 +20,14 @@ from delegation_team import call, child_id, lead, researcher
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
-from stalwart.client.api import RunHandle, StalwartClient
+from stalwart.client.api import StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import ScriptedReply
-from stalwart.contracts.run import AgentResult
+
+from support.worker_process import assert_alive, result_while_alive, start_worker, stop
 
 HERE = Path(__file__).resolve().parent
 MAX_SECONDS = 10
-
-
-def _start_worker(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "stalwart.client.cli", "worker", "--address", address, "--task-queue", task_queue]
-    with log.open("wb") as out:
-        return subprocess.Popen([*command, "--tools", "deadline_tools"], stdout=out, stderr=subprocess.STDOUT, env=env)
-
-
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is not None and process.poll() is None:
-        process.terminate()
-        process.wait()
 
 
 def _call_times(calls_file: Path) -> list[datetime]:
@@ -50,19 +37,8 @@ def _call_times(calls_file: Path) -> list[datetime]:
 
 async def _first_call(calls_file: Path, worker: subprocess.Popen[bytes], log: Path) -> None:
     while not _call_times(calls_file):
-        if worker.poll() is not None:
-            raise AssertionError(f"the worker exited with code {worker.returncode}; its log:\n{log.read_text()}")
+        assert_alive(worker, log)
         await asyncio.sleep(0.05)
-
-
-async def _result_while_alive(run: RunHandle, worker: subprocess.Popen[bytes], log: Path) -> AgentResult:
-    result = asyncio.ensure_future(run.result())
-    while not result.done():
-        if worker.poll() is not None:
-            result.cancel()
-            raise AssertionError(f"the worker exited with code {worker.returncode}; its log:\n{log.read_text()}")
-        await asyncio.wait([result], timeout=0.2)
-    return result.result()
 
 
 def _deadline(history: WorkflowHistory) -> datetime:
@@ -110,7 +86,7 @@ async def test_no_call_of_a_sub_agent_starts_after_its_parents_deadline_passed_w
         sub=sub,
         budgets={"max_seconds": MAX_SECONDS},
     )
-    first = _start_worker(dev_env.address, task_queue, tmp_path / "worker-1.log")
+    first = start_worker(dev_env.address, task_queue, tmp_path / "worker-1.log", tools="deadline_tools", tools_dir=HERE)
     second: subprocess.Popen[bytes] | None = None
     try:
         run = await stalwart.start(agent, "Explain", inputs={"calls_file": str(calls_file)})
@@ -120,14 +96,16 @@ async def test_no_call_of_a_sub_agent_starts_after_its_parents_deadline_passed_w
         deadline = _deadline(await run.history())
         while datetime.now(UTC) < deadline + timedelta(seconds=2):  # no worker at the parent's deadline
             await asyncio.sleep(0.1)
-        second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")
-        result = await _result_while_alive(run, second, tmp_path / "worker-2.log")
+        second = start_worker(
+            dev_env.address, task_queue, tmp_path / "worker-2.log", tools="deadline_tools", tools_dir=HERE
+        )
+        result = await result_while_alive(run, second, tmp_path / "worker-2.log")
         child = stalwart.get(child_id(run.run_id))
         await child.result()
         child_history = await child.history()
     finally:
-        _stop(first)
-        _stop(second)
+        stop(first)
+        stop(second)
 
     assert result.stop_reason == "max_seconds"
     tool_calls = _call_times(calls_file)
