@@ -10,13 +10,16 @@ import asyncio
 import json
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from stalwart.activities.tool_activities import HEARTBEAT_EVERY_SECONDS
 from stalwart.activities.tools import tool
+from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import RUN_TOOL_ACTIVITY
+from stalwart.contracts.run import AgentResult
 from stalwart.workflows import AgentWorkflow
 
 from support.approvals import until_pending
@@ -70,12 +73,16 @@ def local_activities(history) -> list[str]:
     ]
 
 
+async def finished(stalwart: StalwartClient, spec: AgentSpec, goal: str) -> tuple[AgentResult, WorkflowHistory]:
+    """The result and the history of a run of `spec`, on the worker the test started."""
+    handle = await stalwart.start(spec, goal)
+    return await handle.result(), await handle.history()
+
+
 async def test_the_calculator_runs_as_a_local_activity(stalwart, worker_with):
     spec = agent(ScriptedToolCall(name="calculator", arguments={"expression": "6*7"}), tools=["calculator"])
     async with worker_with():
-        handle = await stalwart.start(spec, "compute")
-        result = await handle.result()
-        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+        result, history = await finished(stalwart, spec, "compute")
     assert result.steps[2].result == "42"
     assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
     assert "core_local_activity" in markers(history)
@@ -84,9 +91,7 @@ async def test_the_calculator_runs_as_a_local_activity(stalwart, worker_with):
 async def test_a_tool_marked_fast_runs_as_a_local_activity(stalwart, worker_with):
     spec = agent(ScriptedToolCall(name="halve", arguments={"number": 9}), tools=["halve"])
     async with worker_with(halve):
-        handle = await stalwart.start(spec, "halve 9")
-        await handle.result()
-        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+        _, history = await finished(stalwart, spec, "halve 9")
     assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
     assert "core_local_activity" in markers(history)
 
@@ -94,9 +99,7 @@ async def test_a_tool_marked_fast_runs_as_a_local_activity(stalwart, worker_with
 async def test_a_tool_not_marked_fast_still_runs_as_an_activity(stalwart, worker_with):
     spec = agent(ScriptedToolCall(name="echo", arguments={"text": "hi"}), tools=["echo"])
     async with worker_with():
-        handle = await stalwart.start(spec, "echo")
-        await handle.result()
-        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+        _, history = await finished(stalwart, spec, "echo")
     assert RUN_TOOL_ACTIVITY in scheduled_tools(history)
     assert "core_local_activity" not in markers(history)
 
@@ -125,9 +128,7 @@ async def test_a_failing_fast_tools_error_reaches_the_model(stalwart, worker_wit
 async def test_a_history_holding_a_fast_tool_as_a_local_activity_marker_replays(stalwart, worker_with):
     spec = agent(ScriptedToolCall(name="calculator", arguments={"expression": "2**10"}), tools=["calculator"])
     async with worker_with():
-        handle = await stalwart.start(spec, "compute")
-        await handle.result()
-        history = await stalwart.temporal.get_workflow_handle(handle.run_id).fetch_history()
+        _, history = await finished(stalwart, spec, "compute")
     assert local_activities(history) == [RUN_TOOL_ACTIVITY]  # what is replayed: the tool call as a marker
     replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER)
     replay = await replayer.replay_workflow(history, raise_on_replay_failure=False)
