@@ -9,17 +9,9 @@ from serve_agents import ANSWER, chatter, gated_calculator, writer
 
 from stalwart.client.serve.app import ServeSettings
 
-from support.serve_api import Served, events, served
+from support.serve_api import Served, events, open_session, served
 
 pytestmark = pytest.mark.slow
-
-
-async def _session(http, spec, opened: list[str]) -> str:
-    started = await http.post("/api/sessions", json={"agent_spec": spec})
-    assert started.status_code == 201, started.text
-    session_id = started.json()["session_id"]
-    opened.append(session_id)
-    return session_id
 
 
 async def _until_pending(http, run_id: str) -> list[dict]:
@@ -31,7 +23,7 @@ async def _until_pending(http, run_id: str) -> list[dict]:
 async def test_a_message_sent_to_a_session_streams_its_answer_word_by_word(server: Served, wire, opened):
     spec, _ = writer(wire, ANSWER)
     async with server.client() as http:
-        session_id = await _session(http, spec, opened)
+        session_id = await open_session(http, spec, opened)
         sent = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "What is 17*23+4?"})
         assert sent.status_code == 202, sent.text
         async with events(http, session_id) as stream:
@@ -45,7 +37,7 @@ async def test_a_message_sent_to_a_session_streams_its_answer_word_by_word(serve
 async def test_a_stream_resumed_from_its_last_event_id_sends_exactly_the_text_it_missed(server: Served, wire, opened):
     spec, _ = writer(wire, ANSWER)
     async with server.client() as http:
-        session_id = await _session(http, spec, opened)
+        session_id = await open_session(http, spec, opened)
         await http.post(f"/api/sessions/{session_id}/messages", json={"message": "go"})
         async with events(http, session_id) as stream:
             first = [await stream.next()]
@@ -63,7 +55,7 @@ async def test_a_stream_resumed_from_its_last_event_id_sends_exactly_the_text_it
 
 async def test_a_new_subscriber_is_sent_the_whole_conversation_from_the_start(server: Served, opened):
     async with server.client() as http:
-        session_id = await _session(http, chatter("first answer", "second answer"), opened)
+        session_id = await open_session(http, chatter("first answer", "second answer"), opened)
         for message in ("hello", "again"):
             waited = await http.post(f"/api/sessions/{session_id}/messages", json={"message": message, "wait": True})
             assert waited.status_code == 200 and waited.json()["stop_reason"] == "done", waited.text
@@ -133,7 +125,7 @@ async def test_the_step_log_and_the_result_of_a_finished_run_are_read(server: Se
 
 async def test_the_result_of_a_running_session_is_refused_with_the_reason(server: Served, opened):
     async with server.client() as http:
-        session_id = await _session(http, chatter("hi"), opened)
+        session_id = await open_session(http, chatter("hi"), opened)
         refused = await http.get(f"/api/runs/{session_id}/result")
     assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "running" and session_id in refused.json()["error"]["message"]
@@ -154,7 +146,7 @@ async def test_offsets_run_on_across_continue_as_new_and_a_stream_resumes_past_i
     replies = [f"answer {n}" for n in range(8)]
     spec = {**chatter(*replies), "session": {"continue_as_new_events": 20}}
     async with server.client() as http:
-        session_id = await _session(http, spec, opened)
+        session_id = await open_session(http, spec, opened)
         for n in range(8):
             sent = await http.post(f"/api/sessions/{session_id}/messages", json={"message": f"q{n}", "wait": True})
             assert sent.status_code == 200, sent.text

@@ -14,7 +14,7 @@ from serve_agents import ANSWER, chatter, writer
 
 from stalwart.client.serve.app import ServeSettings
 
-from support.serve_api import Served, events, served
+from support.serve_api import Served, events, open_session, served
 
 pytestmark = pytest.mark.slow
 
@@ -34,13 +34,6 @@ def _refusal(response: httpx.Response, status: int, code: str) -> str:
     error = response.json()["error"]
     assert error["code"] == code and error["message"], error
     return str(error["message"])
-
-
-async def _session(http: httpx.AsyncClient, spec: dict, opened: list[str]) -> str:
-    started = await http.post("/api/sessions", json={"agent_spec": spec})
-    assert started.status_code == 201, started.text
-    opened.append(started.json()["session_id"])
-    return str(started.json()["session_id"])
 
 
 async def test_a_request_without_the_token_is_refused_401(guarded: Served):
@@ -81,7 +74,7 @@ async def test_an_allowed_origin_gets_its_cors_headers(guarded: Served):
 
 async def test_a_20_mb_message_is_refused_413(guarded: Served, opened):
     async with guarded.client() as http:
-        session_id = await _session(http, chatter("hi"), opened)
+        session_id = await open_session(http, chatter("hi"), opened)
         body = json.dumps({"message": "x" * (20 * 1024 * 1024)})
         response = await http.post(
             f"/api/sessions/{session_id}/messages", content=body, headers={"Content-Type": "application/json"}
@@ -133,7 +126,7 @@ async def test_a_method_a_route_does_not_serve_is_refused_405(guarded: Served):
 
 async def test_an_offset_that_is_not_one_is_refused_400(guarded: Served, opened):
     async with guarded.client() as http:
-        session_id = await _session(http, chatter("hi"), opened)
+        session_id = await open_session(http, chatter("hi"), opened)
         response = await http.get(f"/api/runs/{session_id}/events", headers={"Last-Event-ID": "yesterday"})
     _refusal(response, 400, "bad_offset")
 
@@ -141,7 +134,7 @@ async def test_an_offset_that_is_not_one_is_refused_400(guarded: Served, opened)
 async def test_a_client_leaving_mid_stream_leaves_the_server_serving(server: Served, wire, opened):
     spec, _ = writer(wire, ANSWER)
     async with server.client() as http:
-        session_id = await _session(http, spec, opened)
+        session_id = await open_session(http, spec, opened)
         await http.post(f"/api/sessions/{session_id}/messages", json={"message": "go"})
         async with events(http, session_id) as stream:
             await stream.until("delta")  # then the connection is dropped mid-answer
@@ -156,7 +149,7 @@ async def test_two_hundred_subscribers_of_one_session_all_get_the_same_events(se
     spec, _ = writer(wire, ANSWER, pause=0.05)
     limits = httpx.Limits(max_connections=250, max_keepalive_connections=0)
     async with server.client(limits=limits) as http:
-        session_id = await _session(http, spec, opened)
+        session_id = await open_session(http, spec, opened)
         ready = asyncio.Semaphore(0)
 
         async def subscriber() -> list[tuple[str | None, str, str]]:

@@ -14,7 +14,7 @@ from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
 from stalwart.workers.worker import build_worker
 
-from support.serve_api import events, served
+from support.serve_api import events, open_session, served
 
 pytestmark = pytest.mark.slow
 
@@ -30,9 +30,7 @@ async def test_an_encrypted_sessions_messages_and_streamed_answer_are_served_as_
         served(StalwartClient(sealed, task_queue=task_queue)) as server,
         server.client() as http,
     ):
-        started = await http.post("/api/sessions", json={"agent_spec": spec})
-        session_id = started.json()["session_id"]
-        opened.append(session_id)
+        session_id = await open_session(http, spec, opened)
         await http.post(f"/api/sessions/{session_id}/messages", json={"message": "secret question"})
         async with events(http, session_id) as stream:
             seen, final = await stream.until("step", lambda d: d["record"]["role"] == "assistant")

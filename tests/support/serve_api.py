@@ -92,6 +92,15 @@ class EventReader:
                 return seen, event
 
 
+async def open_session(http: httpx.AsyncClient, spec: dict[str, Any], opened: list[str]) -> str:
+    """The id of a new session of `spec`, started through the API and added to `opened` for the test to close."""
+    started = await http.post("/api/sessions", json={"agent_spec": spec})
+    assert started.status_code == 201, started.text
+    session_id = str(started.json()["session_id"])
+    opened.append(session_id)
+    return session_id
+
+
 @contextlib.asynccontextmanager
 async def events(http: httpx.AsyncClient, run_id: str, last_event_id: str | None = None) -> AsyncIterator[EventReader]:
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
