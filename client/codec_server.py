@@ -6,7 +6,8 @@ header and calls from the browser, so the server answers CORS for the UI's origi
 also served under a namespace segment (`/{namespace}/decode`) for the CLI's `--codec-endpoint`.
 
 Decoding also resolves payloads kept in external storage (`STALWART_STORAGE`): the UI shows the
-stored goal or tool result instead of a reference, decrypted like any other payload.
+stored goal or tool result instead of a reference, decrypted like any other payload. A payload it cannot open
+(a key it lacks, altered bytes) is answered as the text `<undecodable payload: REASON>`, the rest decoded.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from temporalio.converter import PayloadCodec, StorageDriver, StorageDriverClaim
 from stalwart.activities.storage.config import DRIVER_NAME, StorageConfig, storage_driver
 from stalwart.activities.storage.encryption import KEYS_VAR, EncryptionCodec, Keyring
 from stalwart.client.listening import listening
+from stalwart.contracts import undecodable
 from stalwart.contracts.errors import ConfigurationError, UsageError
 
 TOKEN_VAR = "STALWART_CODEC_TOKEN"
@@ -142,7 +144,7 @@ async def _transform(request: Request, service: CodecService, *, decode: bool) -
     items = list(payloads.payloads)
     try:
         if decode:
-            items = await service.codec.decode(await service.resolve(items))
+            items = [_shown(p) for p in await service.codec.decode(await service.resolve(items))]
         else:
             items = await service.codec.encode(items)
     except Exception as err:  # a key that is not configured, a payload altered: say which, keep serving
@@ -150,6 +152,17 @@ async def _transform(request: Request, service: CodecService, *, decode: bool) -
         return JSONResponse({"error": str(err)}, status_code=400)
     answer = json_format.MessageToDict(Payloads(payloads=items))
     return Response(json.dumps({"payloads": answer.get("payloads", [])}), media_type="application/json")
+
+
+def _shown(payload: Payload) -> Payload:
+    """`payload` as the UI shows it: one the codec could not open (contracts/undecodable.py) becomes the text
+    saying why, as the CLI shows it, where the UI would show the marker's bytes in base64 (and the other payloads
+    of the request are shown decoded, not refused with it)."""
+    why = undecodable.reason(payload)
+    if why is None:
+        return payload
+    text = undecodable.SHOWN.format(reason=why)
+    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(text).encode())
 
 
 def service_from_env(origins: Sequence[str] | None = None) -> CodecService:

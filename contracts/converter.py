@@ -14,6 +14,7 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import CompositePayloadConverter, DataConverter, EncodingPayloadConverter
 
 from stalwart.contracts.errors import MissingEncryptionKey
+from stalwart.contracts.undecodable import UndecodablePayloads
 
 
 class SharedPydanticPayloadConverter(PydanticPayloadConverter):
@@ -50,7 +51,7 @@ class _SealedPayloads(EncodingPayloadConverter):
         )
 
 
-_SHARED_CONVERTERS = (*PydanticPayloadConverter().converters.values(), _SealedPayloads())
+_SHARED_CONVERTERS = (*PydanticPayloadConverter().converters.values(), _SealedPayloads(), UndecodablePayloads())
 """The encoding converters of every `SharedPydanticPayloadConverter`; all are stateless but the JSON one, whose
 state is a thread-safe cache."""
 

@@ -41,6 +41,11 @@ class ConfigurationError(InfrastructureError, ValueError):
     """A setting of this process (a `STALWART_`, `OTEL_` or `TEMPORAL_` variable, a key file) cannot be used."""
 
 
+class EncryptionKeyError(ConfigurationError):
+    """The configured keys cannot be used, or a payload was sealed with a key that is not configured (or cannot be
+    opened with it). Defined here, not beside the codec, so the converter (contracts/undecodable.py) raises it too."""
+
+
 class MissingEncryptionKey(ConfigurationError, KeyError):
     """A payload is encrypted and this process has no encryption key to open it.
 

@@ -147,12 +147,20 @@ async def test_a_payload_kept_in_external_storage_is_shown_decoded_not_as_a_refe
     assert answer.status_code == 200 and values(answer) == ["a goal kept in storage"]
 
 
-async def test_a_payload_sealed_with_an_unknown_key_is_a_400_that_names_the_key(codec_url: str):
+async def test_a_payload_sealed_with_an_unknown_key_is_shown_as_the_reason_beside_the_others_decoded(codec_url: str):
+    """The UI asks for a whole event's payloads at once: one it cannot open made the request a 400, and the UI
+    showed none of them."""
     other = Keyring.parse(f"retired:{base64.b64encode(os.urandom(32)).decode()}")
-    encrypted = await stalwart_converter(encryption=other).encode(["x"])
+    [unknown] = await stalwart_converter(encryption=other).encode(["x"])
+    [readable] = await stalwart_converter(encryption=KEYS).encode(["the goal"])
+    garbled = Payload(metadata=dict(readable.metadata), data=b"\x00" * 40)
     async with httpx.AsyncClient() as http:
-        answer = await http.post(f"{codec_url}/decode", json=body(encrypted))
-    assert answer.status_code == 400 and "'retired'" in answer.json()["error"]
+        answer = await http.post(f"{codec_url}/decode", json=body([readable, unknown, garbled]))
+    assert answer.status_code == 200
+    shown = values(answer)
+    assert shown[0] == "the goal"
+    assert isinstance(shown[1], str) and shown[1].startswith("<undecodable payload: ") and "'retired'" in shown[1]
+    assert isinstance(shown[2], str) and "does not decrypt with the configured key" in shown[2]
 
 
 @pytest.mark.slow

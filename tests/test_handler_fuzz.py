@@ -30,11 +30,14 @@ from temporalio.api.workflowservice.v1 import (
     QueryWorkflowRequest,
     SignalWorkflowExecutionRequest,
     UpdateWorkflowExecutionRequest,
+    UpdateWorkflowExecutionResponse,
 )
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR
 from stalwart.client.api import SessionHandle, StalwartClient
+from stalwart.client.connection import connect
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, SessionSettings
 from stalwart.contracts.run import AgentResult, RunEvent, RunState
 from stalwart.workers.worker import build_worker
@@ -52,11 +55,13 @@ CALLS = 36
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of argument: its encoding (None: no metadata at all) and how its bytes are made."""
+    """One kind of argument: its encoding (None: no metadata at all), how its bytes are made, and any metadata
+    beside the encoding (an encrypted one without it names a key nobody has)."""
 
     name: str
     encoding: str | None
     data: bytes
+    metadata: tuple[tuple[str, bytes], ...] = ()
 
 
 def _kinds(chance: random.Random) -> list[Kind]:
@@ -83,15 +88,20 @@ def _kinds(chance: random.Random) -> list[Kind]:
 
 def _payload(kind: Kind) -> Payload:
     metadata = {} if kind.encoding is None else {"encoding": kind.encoding.encode()}
-    if kind.encoding == "binary/encrypted":
+    if kind.encoding == "binary/encrypted" and not kind.metadata:
         metadata["encryption-key-id"] = b"nobody-has-this-key"
-    return Payload(metadata=metadata, data=kind.data)
+    return Payload(metadata={**metadata, **dict(kind.metadata)}, data=kind.data)
 
 
 def _session_agent() -> AgentSpec:
     return AgentSpec(
         name="fuzzed", scripted=[ScriptedReply(text="heard you")] * 200, session=SessionSettings(max_message_chars=1000)
     )
+
+
+SEALING_KEY_ID = "k1"
+SEALING_KEYS = f"{SEALING_KEY_ID}:{base64.b64encode(bytes(range(32))).decode()}"
+"""The keys of the sealed sessions' worker and client (a test key: every byte known)."""
 
 
 @pytest.fixture
@@ -109,6 +119,24 @@ async def session(client: StalwartClient, dev_env, task_queue: str) -> AsyncIter
         finally:
             with contextlib.suppress(Exception):
                 await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="test over")
+
+
+@pytest.fixture
+async def sealed_session(dev_env, task_queue: str, monkeypatch) -> AsyncIterator[tuple[SessionHandle, Client]]:
+    """A session whose worker and client encrypt (STALWART_ENCRYPTION_KEYS, which `stalwart show` reads too), and
+    the client; terminated after the test if still open."""
+    monkeypatch.setenv(KEYS_VAR, SEALING_KEYS)
+    monkeypatch.delenv(KEY_FILE_VAR, raising=False)
+    temporal = await connect(dev_env.address, from_config=False)
+    async with build_worker(temporal, task_queue=task_queue):
+        handle = await StalwartClient(temporal, task_queue=task_queue).start_session(
+            _session_agent(), session_id=f"sealed-{uuid.uuid4().hex[:8]}"
+        )
+        try:
+            yield handle, temporal
+        finally:
+            with contextlib.suppress(Exception):
+                await temporal.get_workflow_handle(handle.run_id).terminate(reason="test over")
 
 
 async def _no_failed_workflow_task_after_the_last_signal(handle: WorkflowHandle) -> None:
@@ -160,8 +188,11 @@ async def _from_the_cli(address: str, workflow_id: str, kind_of_call: str, name:
     return done.returncode == 0
 
 
-async def _from_another_sdk(temporal: Client, workflow_id: str, kind_of_call: str, name: str, kinds: list[Kind]):
-    """One call as another SDK makes it on the wire: the payloads exactly as built, through the service's RPCs."""
+async def _from_another_sdk(
+    temporal: Client, workflow_id: str, kind_of_call: str, name: str, kinds: list[Kind]
+) -> UpdateWorkflowExecutionResponse | None:
+    """One call as another SDK makes it on the wire: the payloads exactly as built, through the service's RPCs.
+    An update's answer is returned (its outcome holds a refusal), unless the service refused it."""
     execution = WorkflowExecution(workflow_id=workflow_id)
     args = Payloads(payloads=[_payload(k) for k in kinds])
     service = temporal.workflow_service
@@ -178,7 +209,7 @@ async def _from_another_sdk(temporal: Client, workflow_id: str, kind_of_call: st
         )
     elif kind_of_call == "update":
         with contextlib.suppress(RPCError):  # a refusal is an answer
-            await service.update_workflow_execution(
+            return await service.update_workflow_execution(
                 UpdateWorkflowExecutionRequest(
                     namespace=temporal.namespace,
                     workflow_execution=execution,
@@ -198,16 +229,33 @@ async def _from_another_sdk(temporal: Client, workflow_id: str, kind_of_call: st
             )
         )
         assert answered.query_result.payloads, f"query {name} gave no answer"
+    return None
 
 
-def _calls(seed: int, *, one_encoding_per_call: bool = False) -> list[tuple[str, str, list[Kind]]]:
-    """`CALLS` calls of random handlers with 0 to 4 random arguments; the CLI gives all of a call's arguments one
-    encoding, so for it a call's arguments share the first one's."""
+def _encrypted_kinds(chance: random.Random) -> list[Kind]:
+    """Payloads that claim `binary/encrypted` but that a worker holding `SEALING_KEY_ID` cannot open."""
+    noise = bytes(chance.randrange(256) for _ in range(48))
+    ours = ("encryption-key-id", SEALING_KEY_ID.encode())
+    return [
+        Kind("garbled under the worker's key", "binary/encrypted", noise, (ours,)),
+        Kind("sealed with a key the worker lacks", "binary/encrypted", noise, (("encryption-key-id", b"retired"),)),
+        Kind("encrypted without a key id", "binary/encrypted", noise, (("encryption-cipher", b"AES-256-GCM"),)),
+        Kind("another cipher", "binary/encrypted", noise, (ours, ("encryption-cipher", b"ChaCha20-Poly1305"))),
+        Kind("shorter than a nonce", "binary/encrypted", b"abc", (ours,)),
+    ]
+
+
+def _calls(
+    seed: int, *, one_encoding_per_call: bool = False, encrypted: bool = False, count: int = CALLS
+) -> list[tuple[str, str, list[Kind]]]:
+    """`count` calls of random handlers with 0 to 4 random arguments; the CLI gives all of a call's arguments one
+    encoding, so for it a call's arguments share the first one's. With `encrypted`, the kinds include payloads that
+    claim to be encrypted but cannot be opened, for a worker that has keys."""
     chance = random.Random(seed)
-    kinds = _kinds(chance)
+    kinds = _kinds(chance) + (_encrypted_kinds(chance) if encrypted else [])
     handlers = [("signal", n) for n in SIGNALS] + [("update", n) for n in UPDATES] + [("query", n) for n in QUERIES]
     calls = []
-    for _ in range(CALLS):
+    for _ in range(count):
         kind_of_call, name = chance.choice(handlers)
         first = chance.choice(kinds)
         alike = [k for k in kinds if k.encoding == first.encoding] if one_encoding_per_call else kinds
@@ -348,3 +396,51 @@ async def test_history_export_and_replay_read_a_session_that_was_sent_unusable_s
     replayed = await asyncio.to_thread(_stalwart, "replay", str(tmp_path), *where)
     assert exported.returncode == 0, exported.stderr
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+@pytest.mark.slow
+async def test_fuzz_handlers_with_encrypted_garbage_leave_an_encrypting_session_answering(
+    sealed_session, dev_env, task_queue
+):
+    """A worker with keys opens every payload before any handler runs: one it could not open failed every workflow
+    task of the session."""
+    session, temporal = sealed_session
+    handle = temporal.get_workflow_handle(session.run_id)
+    for kind_of_call, name, kinds in _calls(seed=4303, encrypted=True, count=CALLS // 2):
+        await _from_another_sdk(temporal, session.run_id, kind_of_call, name, kinds)
+        if kind_of_call == "signal":
+            await _no_failed_workflow_task_after_the_last_signal(handle)
+    await _still_answers(session, temporal)
+    await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
+
+
+@pytest.mark.slow
+async def test_message_signals_an_encrypting_worker_cannot_open_are_notes_naming_the_key(
+    sealed_session, dev_env, task_queue
+):
+    session, temporal = sealed_session
+    handle = temporal.get_workflow_handle(session.run_id)
+    kinds = {kind.name: kind for kind in _encrypted_kinds(random.Random(0))}
+    for sent in ("garbled under the worker's key", "sealed with a key the worker lacks"):
+        await _from_another_sdk(temporal, session.run_id, "signal", "message", [kinds[sent]])
+        await _no_failed_workflow_task_after_the_last_signal(handle)
+    await _still_answers(session, temporal)
+    state = await handle.query("state", result_type=RunState)
+    shown = await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
+    garbled, unknown = (note.text for note in state.notes)
+    assert "cannot open" in garbled and f"key {SEALING_KEY_ID!r} does not decrypt" in garbled, garbled
+    assert "'retired'" in unknown and "add it to STALWART_ENCRYPTION_KEYS" in unknown, unknown
+    assert SEALING_KEYS.split(":")[1] not in garbled + unknown
+    assert "cannot open" in shown and "'retired'" in shown, shown
+
+
+@pytest.mark.slow
+async def test_a_send_update_an_encrypting_worker_cannot_open_is_refused_with_the_reason(sealed_session):
+    session, temporal = sealed_session
+    garbled = _encrypted_kinds(random.Random(0))[0]
+    answer = await _from_another_sdk(temporal, session.run_id, "update", "send", [garbled])
+    assert answer is not None and answer.outcome.HasField("failure")
+    refusal = await temporal.data_converter.decode_failure(answer.outcome.failure)
+    assert "`send` got a payload this worker cannot open" in str(refusal), refusal
+    assert f"key {SEALING_KEY_ID!r} does not decrypt" in str(refusal), refusal
+    await _still_answers(session, temporal)

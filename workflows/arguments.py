@@ -19,8 +19,9 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts import failure_types
+    from stalwart.contracts import failure_types, undecodable
     from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.errors import EncryptionKeyError
     from stalwart.contracts.run_input import ContinuedRunInput
 
 _T = TypeVar("_T")
@@ -60,6 +61,8 @@ def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
         return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
     try:
         return workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput), None
+    except EncryptionKeyError:  # sealed with a key this worker lacks: fail the task, a worker with the key runs it
+        raise
     except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
         reason = str(err).replace("\n", "; ")
         return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
@@ -69,9 +72,13 @@ def only(args: Sequence[RawValue], *, handler: str, takes: str) -> RawValue:
     """The argument of a handler that takes one, or an `ApplicationError` saying what came instead.
 
     The workflow's handlers are dynamic: the SDK hands them whatever came, undecoded, however many (a handler
-    with a fixed signature failed every workflow task of the run on one argument too many)."""
+    with a fixed signature failed every workflow task of the run on one argument too many). One the worker's
+    codec could not open is refused first, with the codec's reason (which key, what to do)."""
     if not args:
         return NO_ARGUMENT
+    sealed = next((why for arg in args if (why := undecodable.reason(arg.payload)) is not None), None)
+    if sealed is not None:  # the codec could not open it (contracts/undecodable.py): say why, not "takes ..."
+        raise _refused(f"`{handler}` got a payload this worker cannot open: {sealed}")
     if len(args) > 1:
         came = ", ".join(_shown(arg.payload) for arg in args[:_SHOWN_ARGUMENTS])
         more = ", …" if len(args) > _SHOWN_ARGUMENTS else ""

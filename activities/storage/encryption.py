@@ -23,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from stalwart.contracts.errors import ConfigurationError
+from stalwart.contracts import undecodable
+from stalwart.contracts.errors import EncryptionKeyError
 
 KEYS_VAR = "STALWART_ENCRYPTION_KEYS"
 KEY_FILE_VAR = "STALWART_ENCRYPTION_KEY_FILE"
@@ -45,10 +47,6 @@ _FORMAT = (
     "each key 32 random bytes in base64 (`openssl rand -base64 32`), e.g. "
     f'{KEYS_VAR}="k2:{base64.b64encode(bytes(32)).decode()}"'
 )
-
-
-class EncryptionKeyError(ConfigurationError):
-    """The configured keys cannot be used, or a payload was sealed with a key that is not configured."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +141,12 @@ class Keyring:
         if key is None:
             raise EncryptionKeyError(
                 f"this data was encrypted with key {key_id!r}, which is not among the configured keys "
-                f"({', '.join(self.ids)}): add it to {KEYS_VAR} (after the encrypting key) to read it"
+                f"({', '.join(self.ids)}): add it to {KEYS_VAR} (after the encrypting key) to read it; workers "
+                "need every key a client seals with, so give the workers a new key before the clients"
             )
         try:
             return AESGCM(key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], key_id.encode() + associated)
-        except InvalidTag:
+        except (InvalidTag, ValueError):  # ValueError: shorter than a nonce
             raise EncryptionKeyError(
                 f"data sealed with key {key_id!r} does not decrypt with the configured key of that id: "
                 "the key was changed under the same id, or the data was altered"
@@ -198,15 +197,43 @@ class EncryptionCodec(PayloadCodec):
         )
 
     def decode_one(self, payload: Payload) -> Payload:
+        """`payload` opened; one that cannot be opened becomes a marker saying why (contracts/undecodable.py).
+
+        Never raises for a payload: the SDK decodes a workflow activation whole before any handler runs, so one
+        signal a worker cannot open failed every workflow task of its session. What reads the marker decides."""
         if not is_encrypted(payload):
             return payload
         cipher = payload.metadata.get(CIPHER_KEY, CIPHER)
         if cipher != CIPHER:
-            raise EncryptionKeyError(f"payload encrypted with {cipher.decode(errors='replace')!r}, not AES-256-GCM")
-        key_id = payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace")
+            return undecodable.marker(
+                f"a payload is encrypted with {_shown_id(cipher)!r}; Stalwart seals with AES-256-GCM only: "
+                "send it through a client with the workers' STALWART_ENCRYPTION_KEYS"
+            )
+        if not payload.metadata.get(KEY_ID_KEY):
+            return undecodable.marker(
+                f"an encrypted payload names no key (its {KEY_ID_KEY!r} metadata is missing): it was not sealed by "
+                "Stalwart's codec, or was altered; send it through a client with the workers' STALWART_ENCRYPTION_KEYS"
+            )
+        key_id = _shown_id(payload.metadata[KEY_ID_KEY])
+        try:
+            opened = self.keyring.open(key_id, payload.data)
+        except EncryptionKeyError as err:
+            return undecodable.marker(str(err))
         plain = Payload()
-        plain.ParseFromString(self.keyring.open(key_id, payload.data))
+        try:
+            plain.ParseFromString(opened)
+        except DecodeError:
+            return undecodable.marker(
+                f"a payload sealed with key {key_id!r} decrypts, but to no payload: it was sealed by something other "
+                "than Stalwart's codec; send it through a client with the workers' STALWART_ENCRYPTION_KEYS"
+            )
         return plain
+
+
+def _shown_id(value: bytes) -> str:
+    """A key id or cipher name as read from a payload's metadata, which anyone may have written: printable, short."""
+    text = value.decode(errors="backslashreplace")[:64]
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ChainedCodec(PayloadCodec):
