@@ -23,6 +23,9 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows import policies
 
 TIMEOUT = timedelta(seconds=60)
+MODEL_NOOP = "bench_model_noop"
+QUERYING_NOOP = "bench_querying_noop"
+"""The activity types of the bare workflows' model calls (their tools' are `bench_noop`)."""
 
 
 @activity.defn(name="bench_noop")
@@ -30,7 +33,13 @@ async def noop() -> None:
     """An activity that does nothing: what remains is Temporal's round trip."""
 
 
-@activity.defn(name="bench_querying_noop")
+@activity.defn(name=MODEL_NOOP)
+async def model_noop() -> None:
+    """`noop` under a name of its own, standing in for a model call: the same round trip, told apart from the tool's
+    in history (`bench/step_cost.py` times each tool call between the model calls around it)."""
+
+
+@activity.defn(name=QUERYING_NOOP)
 async def querying_noop() -> None:
     """Read from the workflow that scheduled it, as our model activity reads the conversation, and do nothing else."""
     info = activity.info()
@@ -55,7 +64,7 @@ class BareStepsWorkflow:
 
     @workflow.run
     async def run(self, turns: int, query: bool) -> int:
-        model = querying_noop if query else noop
+        model = querying_noop if query else model_noop
         await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
         for self._step in range(1, turns + 1):
             await workflow.execute_activity(model, start_to_close_timeout=TIMEOUT)
@@ -131,9 +140,9 @@ class BareLocalToolStepsWorkflow:
     async def run(self, turns: int) -> int:
         await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
         for _ in range(turns):
-            await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+            await workflow.execute_activity(model_noop, start_to_close_timeout=TIMEOUT)
             await workflow.execute_local_activity(noop, start_to_close_timeout=TIMEOUT)
-        await workflow.execute_activity(noop, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(model_noop, start_to_close_timeout=TIMEOUT)
         return turns
 
 
@@ -317,6 +326,7 @@ WORKFLOWS = [
 ]
 ACTIVITIES: list[Callable[..., Any]] = [
     noop,
+    model_noop,
     querying_noop,
     typed_step,
     slow_model,

@@ -45,6 +45,8 @@ class Run:
     runs: int
     result: AgentResult | None = None
     """Ours only: the run's result (a bare workflow's is not an `AgentResult`)."""
+    workflow_id: str = ""
+    """Where to read its history again (`run_ours` and `run_bare` set it)."""
 
 
 @contextmanager
@@ -115,7 +117,7 @@ async def run_ours(stalwart: StalwartClient, agent: AgentSpec, goal: str) -> Run
     seconds = time.perf_counter() - started
     if result.stop_reason != "done":
         raise RuntimeError(f"the benchmark run stopped with {result.stop_reason}: {result.error}")
-    return Run(seconds, *await measure(stalwart, handle.run_id), result=result)
+    return Run(seconds, *await measure(stalwart, handle.run_id), result=result, workflow_id=handle.run_id)
 
 
 async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
@@ -123,7 +125,7 @@ async def run_bare(stalwart: StalwartClient, workflow: Any, *args: Any) -> Run:
     started = time.perf_counter()
     await stalwart.temporal.execute_workflow(workflow, args=args, id=workflow_id, task_queue=BARE_QUEUE)
     seconds = time.perf_counter() - started
-    return Run(seconds, *await measure(stalwart, workflow_id))
+    return Run(seconds, *await measure(stalwart, workflow_id), workflow_id=workflow_id)
 
 
 def storage_bytes(root: Path) -> dict[str, int]:

@@ -9,10 +9,22 @@ every activity of ours has, so "ours over typed" is what our own code adds beyon
 such activity, less what leaving the sandbox saves (bench/README.md has the split). The baselines run in the
 SDK's sandbox, its default, and `AgentWorkflow` does not (workflows/agent.py says why); "unsandboxed" is the
 bare workflow outside it too, so "ours over bare outside the sandbox" leaves what the sandbox costs out of the
-comparison. "ours fast" calls the built-in `calculator`, a fast tool run as a local activity, instead of `echo`:
-`fast tool ratio` is its step over the bare step (a model and a tool activity), and "bare local" is the bare
-workflow with its tool no-ops as local activities, the floor of such a step. All run one at a time, interleaved,
-on one fresh in-memory dev server; the first run of each is a warm-up. A step is one turn.
+comparison. All run one at a time, interleaved, on one fresh in-memory dev server; the first run of each is a
+warm-up. A step is one turn.
+
+"ours fast" calls the built-in `calculator`, a fast tool run as a local activity, instead of `echo`; "bare local"
+is the bare workflow with its tool no-ops as local activities, the floor of such a step. Two lines compare them:
+
+- `fast tool ratio:` what a fast tool call costs against a tool call as a bare activity round trip. Each tool
+  call's span is read from its run's history, from the server's event times (nanoseconds): from the
+  ActivityTaskCompleted of the model call that asked for it to the ActivityTaskScheduled of the next model call,
+  everything the tool call adds to a step. For ours fast that is one workflow task, the local activity inside
+  it; for bare, two workflow tasks and the tool activity's round trip through the server. The ratio is the
+  median span of ours fast over the median span of bare (every tool call of the measured runs); bare local over
+  bare, the floor, and ours (echo) over bare are printed beside it, each span split into its workflow tasks'
+  waits and runs and its activities.
+- `fast step ratio:` the whole step of ours fast over bare's, from the runs' wall clock. A step keeps its model
+  call's round trip whatever its tool costs, so this cannot fall far below bare local over bare (0.6-0.7).
 
     .venv/bin/python -m bench.step_cost [--turns 20] [--repeat 5]
 """
@@ -25,10 +37,15 @@ import gc
 import statistics
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from temporalio.api.history.v1 import HistoryEvent
+
 from bench.baselines import (
+    MODEL_NOOP,
+    QUERYING_NOOP,
     BareLocalToolStepsWorkflow,
     BareSessionWorkflow,
     BareStepsWorkflow,
@@ -38,7 +55,9 @@ from bench.baselines import (
 from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
 from bench.options import count
 from stalwart.client.api import StalwartClient
+from stalwart.client.chain import chain_histories
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.names import MODEL_ACTIVITY
 
 
 def echo_agent(turns: int) -> AgentSpec:
@@ -115,6 +134,74 @@ async def bare_session(stalwart: StalwartClient, turns: int, calls: int = 1) -> 
     return seconds
 
 
+MODEL_CALLS = {MODEL_ACTIVITY, MODEL_NOOP, QUERYING_NOOP}
+"""The activity types that stand for a model call, ours and the bare workflows'."""
+
+
+@dataclass
+class ToolCallTime:
+    """What one tool call adds to a step, from the server's event times: from the completion of the model call
+    that asked for it to the scheduling of the next model call, and the parts of that span."""
+
+    seconds: float
+    task_waits: float
+    """Workflow tasks, scheduled to started: the server handing the task to a worker."""
+    task_runs: float
+    """Workflow tasks, started to completed: the worker running the workflow (and a local activity inside it)."""
+    activities: float
+    """Activities (the tool's), scheduled to completed: a round trip through the server."""
+    tasks: int
+
+
+def tool_call_times(events: Iterable[HistoryEvent]) -> list[ToolCallTime]:
+    """Each tool call's span in a run's history: from a model activity's ActivityTaskCompleted to the next model
+    activity's ActivityTaskScheduled (the last model call, followed by none, opens no span).
+
+    The server records each event's time in nanoseconds, so a span of a few milliseconds is read to the microsecond,
+    free of the client's side of a run (its start, its polling for the result).
+    """
+    kinds: dict[int, str] = {}
+    times: list[ToolCallTime] = []
+    opened: float | None = None
+    waits = runs = activities = 0.0
+    tasks = 0
+    marks: dict[str, float] = {}
+    for event in events:
+        at = event.event_time.ToNanoseconds() / 1e9
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            kind = event.activity_task_scheduled_event_attributes.activity_type.name
+            kinds[event.event_id] = kind
+            if kind in MODEL_CALLS and opened is not None:
+                times.append(ToolCallTime(at - opened, waits, runs, activities, tasks))
+                opened = None
+            marks[f"activity {event.event_id}"] = at
+        elif event.HasField("activity_task_completed_event_attributes"):
+            scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
+            if kinds.get(scheduled) in MODEL_CALLS:
+                opened, waits, runs, activities, tasks = at, 0.0, 0.0, 0.0, 0
+            elif opened is not None:
+                activities += at - marks[f"activity {scheduled}"]
+        elif event.HasField("workflow_task_scheduled_event_attributes"):
+            marks["task scheduled"] = at
+        elif event.HasField("workflow_task_started_event_attributes"):
+            marks["task started"] = at
+            if opened is not None:
+                waits += at - marks["task scheduled"]
+        elif event.HasField("workflow_task_completed_event_attributes") and opened is not None:
+            runs += at - marks["task started"]
+            tasks += 1
+    return times
+
+
+async def read_tool_calls(stalwart: StalwartClient, runs: list[Run]) -> list[ToolCallTime]:
+    """The tool calls of every run in `runs`, read back from their histories."""
+    times: list[ToolCallTime] = []
+    for run in runs:
+        histories = await chain_histories(stalwart.temporal, run.workflow_id)
+        times += tool_call_times(event for history in histories for event in history.events)
+    return times
+
+
 def per_step_ms(runs: list[Run], turns: int) -> float:
     return statistics.median(r.seconds for r in runs) * 1000 / turns
 
@@ -122,6 +209,41 @@ def per_step_ms(runs: list[Run], turns: int) -> float:
 LONG_TURN_CALLS = 5
 """Tool calls in each turn of the second kind of session: with one-call turns, this separates what each step of a
 session costs from what each turn (the message's update and its result) costs."""
+
+
+TOOL_CALL_SIDES = {
+    "ours fast": "the calculator, a local activity",
+    "bare local": "a no-op local activity, the floor",
+    "ours": "echo, an activity",
+    "bare": "a no-op activity",
+}
+"""The runs whose tool calls are timed from their histories, and what their tool is."""
+
+
+def report_tool_calls(tool_calls: dict[str, list[ToolCallTime]]) -> None:
+    """Each side's median tool call and its parts, then `fast tool ratio:`, ours fast over bare."""
+    median = {name: statistics.median(t.seconds for t in times) * 1000 for name, times in tool_calls.items()}
+    print(
+        "a tool call, from the model call's completion to the next model call's scheduling (server event times; "
+        "median of every call, and the median of each part):"
+    )
+    for name, times in tool_calls.items():
+        parts = {
+            "workflow tasks waiting": statistics.median(t.task_waits for t in times) * 1000,
+            "running": statistics.median(t.task_runs for t in times) * 1000,
+            "activities": statistics.median(t.activities for t in times) * 1000,
+        }
+        tasks = statistics.median(t.tasks for t in times)
+        print(
+            f"{name:>12}: {median[name]:5.2f} ms over {len(times)} calls ({TOOL_CALL_SIDES[name]}); "
+            f"{tasks:g} workflow task(s): " + ", ".join(f"{part} {ms:.2f} ms" for part, ms in parts.items())
+        )
+    print(
+        f"ours fast over bare local: {median['ours fast'] / median['bare local']:.2f}; "
+        f"floor, bare local over bare: {median['bare local'] / median['bare']:.2f}; "
+        f"ours over bare: {median['ours'] / median['bare']:.2f}"
+    )
+    print(f"fast tool ratio: {median['ours fast'] / median['bare']:.2f}")
 
 
 async def main(turns: int, repeat: int) -> None:
@@ -164,6 +286,7 @@ async def main(turns: int, repeat: int) -> None:
                     session_turns[key] += seconds
             else:  # the start's and warm-up's garbage, else its full collection (120 ms) lands in a measured run
                 gc.collect()
+        tool_calls = {name: await read_tool_calls(stalwart, results[name]) for name in TOOL_CALL_SIDES}
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
         run_ms = ", ".join(f"{r.seconds * 1000:.0f}" for r in runs)
@@ -207,7 +330,12 @@ async def main(turns: int, repeat: int) -> None:
         f"{per_step_ms(results['bare local'], turns):.1f} ms, ours with echo {per_step_ms(results['ours'], turns):.1f} "
         "ms"
     )
-    print(f"fast tool ratio: {fast / per_step_ms(results['bare'], turns):.2f}")
+    print(
+        f"fast step ratio: {fast / per_step_ms(results['bare'], turns):.2f} (ours fast over bare, whole steps: a model "
+        f"call and a tool call; floor, bare local over bare: "
+        f"{per_step_ms(results['bare local'], turns) / per_step_ms(results['bare'], turns):.2f})"
+    )
+    report_tool_calls(tool_calls)
     print(f"ratio: {per_step_ms(results['ours'], turns) / per_step_ms(results['bare'], turns):.2f}")
 
 
