@@ -21,6 +21,7 @@ from stalwart.activities.in_flight import InFlight
 from stalwart.activities.providers.base import ModelError, ModelGarbledError
 from stalwart.activities.providers.buffered import as_streaming
 from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.sent_messages import SentMessages
 from stalwart.activities.storage.config import ObjectStore
 from stalwart.activities.streaming import AnswerPublisher, keepalive
 from stalwart.activities.transcripts import TranscriptError, TranscriptStore
@@ -29,7 +30,7 @@ from stalwart.contracts.activities import LONG_RATE_LIMIT, ModelContext, ModelRe
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.messages import AssistantTurn, Message, Usage
 from stalwart.contracts.names import ARCHIVE_STEPS_ACTIVITY, MODEL_ACTIVITY
-from stalwart.contracts.run import ArchiveStepsRequest, StepArchive
+from stalwart.contracts.run import ArchivedStep, ArchiveStepsRequest, StepArchive
 
 FINISHED_TURNS_KEPT = 256
 LONG_RETRY_AFTER_SECONDS = 60.0
@@ -51,6 +52,8 @@ class ModelActivities:
         the attempt failed were billed, so the attempt that succeeds counts them in its turn's usage."""
         self._in_flight: InFlight[AssistantTurn] = InFlight()
         """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it."""
+        self._sent = SentMessages()
+        """Messages that came by `send`, read back from history (`ModelRequest.sent`)."""
 
     @property
     def transcripts(self) -> TranscriptStore:
@@ -60,8 +63,16 @@ class ModelActivities:
 
     @activity.defn(name=ARCHIVE_STEPS_ACTIVITY)
     async def archive_steps(self, request: ArchiveStepsRequest) -> StepArchive:
-        """Keep a run's step log in storage when it continues as new, instead of carrying it forward."""
-        return await self.transcripts.save_steps(request.chain_id, request.index, request.steps)
+        """Keep a run's step log in storage when it continues as new, instead of carrying it forward.
+
+        The texts the stored conversation holds come from there (`ArchiveStepsRequest.from_transcript`)."""
+        steps: list[ArchivedStep] = request.steps
+        if request.from_transcript:
+            try:
+                steps = await self.transcripts.steps_filled(request.transcript, request.steps, request.from_transcript)
+            except TranscriptError as err:
+                raise ApplicationError(str(err), type=failure_types.TRANSCRIPT_ERROR, non_retryable=True) from err
+        return await self.transcripts.save_steps(request.chain_id, request.index, steps)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_turn(self, request: ModelRequest) -> AssistantTurn:
@@ -114,6 +125,15 @@ class ModelActivities:
             new = await self.transcripts.filled(
                 request.transcript.chain_id, request.new_messages
             )  # large tool results come by reference
+            if request.sent:  # messages that came by `send` come by reference too: their update is in history
+                new = await self._sent.filled(
+                    activity.client(),
+                    info.workflow_namespace,
+                    info.workflow_id,
+                    info.workflow_run_id or "",
+                    new,
+                    request.sent,
+                )
             messages = [*await self.transcripts.read(request.transcript), *new]
         except TranscriptError as err:
             raise ApplicationError(str(err), type=failure_types.TRANSCRIPT_ERROR, non_retryable=True) from err
@@ -129,7 +149,7 @@ class ModelActivities:
         try:
             price = pricing.price_for(context.agent)
             if request.summarize or overflows(messages, agent, request.transcript):
-                return await self._summary(request, agent, messages, context_ref, price)
+                return await self._summary(request, agent, messages, new, context_ref, price)
             provider = protocols.wrap(
                 as_streaming(providers.resolve(context.agent, self.clients)), context.agent.action_format
             )
@@ -148,10 +168,15 @@ class ModelActivities:
             )
             # The agent's hash goes back only when it is new to the workflow (the first call), not with every turn.
             known = context_ref if context_ref != request.context_ref else None
-            if request.may_defer and not _carries_an_answer(request):
+            if (
+                request.may_defer
+                and not _carries_an_answer(request)
+                and not (request.store_answer and not turn.tool_calls)
+            ):
                 # Nothing is written now: the next request carries the new messages and this answer, and its call
                 # stores them with its own answer (`AssistantTurn.deferred`). So a durable write serves two calls,
-                # and a message travels in two requests at most.
+                # and a message travels in two requests at most. A session's answer is stored now (`store_answer`):
+                # the next request would be the next turn's, and would carry it through history a second time.
                 update = {"transcript": request.transcript, "context_ref": known, "recorded": False, "deferred": True}
                 return turn.model_copy(update=update)
             # The new messages (with any deferred call's) and this answer are stored together, once: the workflow
@@ -209,13 +234,14 @@ class ModelActivities:
         request: ModelRequest,
         agent: AgentSpec,
         messages: list[Message],
+        new: list[Message],
         context_ref: str | None,
         price: pricing.Price | None,
     ) -> AssistantTurn:
         """Context strategy `summarize`: say that the conversation overflows (storing the request's new messages, no
         model called), or, asked to (`request.summarize`), have the model write the summary of its older messages."""
         if not request.summarize:
-            transcript, _ = await self.transcripts.append(request.transcript, request.new_messages)
+            transcript, _ = await self.transcripts.append(request.transcript, new)
             return AssistantTurn(needs_summary=True, transcript=transcript, context_ref=context_ref, recorded=True)
         context, after = summary_context(messages, agent, request.transcript, request.step)
         publisher = AnswerPublisher(request.step, activity.heartbeat, hold=True)  # a summary is never an answer

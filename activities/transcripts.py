@@ -27,7 +27,7 @@ from pydantic import TypeAdapter
 from stalwart.contracts.activities import AgentContext
 from stalwart.contracts.errors import InfrastructureError
 from stalwart.contracts.messages import Message, StoredContent, ToolResult, TranscriptRef
-from stalwart.contracts.run import StepArchive, StepRecord
+from stalwart.contracts.run import ArchivedStep, StepArchive, StepRecord
 
 _MESSAGES = TypeAdapter(list[Message])
 _STEPS = TypeAdapter(list[StepRecord])
@@ -214,6 +214,30 @@ class TranscriptStore:
         key = f"{chain_id}/steps-{index:05d}.json"
         await self._blobs.put(key, _STEPS.dump_json(list(steps), exclude_none=True))  # a None is its field's default
         return StepArchive(key=key, count=len(steps))
+
+    async def steps_filled(
+        self, ref: TranscriptRef | None, steps: list[ArchivedStep], positions: dict[int, int]
+    ) -> list[ArchivedStep]:
+        """`steps` with the text of each step `positions` names read from its message in the conversation `ref`.
+
+        A user step's text is its message's, an assistant step's its reply's: the workflow names only those, and only
+        once they are stored, so a step whose message is not there, or is of another role, means storage and history
+        differ."""
+        if ref is None:
+            raise TranscriptError("the step archive's input names texts in the conversation but not the conversation")
+        messages = await self.read(ref)
+        out = list(steps)
+        for index, position in positions.items():
+            step = steps[index]
+            if position >= len(messages) or messages[position].role != step.role:
+                raise TranscriptError(
+                    f"step {step.step} ({step.role}) of run chain {ref.chain_id} names message {position} of its "
+                    f"stored conversation, which holds {len(messages)} messages and "
+                    f"{'no such message' if position >= len(messages) else 'a ' + messages[position].role + ' one'} "
+                    "there: was storage changed by hand?"
+                )
+            out[index] = step.model_copy(update={"content": messages[position].content})
+        return out
 
     async def load_steps(self, archives: list[StepArchive]) -> list[StepRecord]:
         """The archived steps, oldest run first."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from temporalio.client import Client, WorkflowHistory
 
+from stalwart.activities import sent_messages
 from stalwart.activities.context_window import model_window, summary_context
 from stalwart.activities.storage.config import ObjectStore
 from stalwart.activities.transcripts import TranscriptStore
@@ -83,7 +84,17 @@ async def model_input_at(
         if request.context_ref is None:
             raise ModelCallNotFound(f"the model call of step {step} names no agent")
         static = await transcripts.load_context(chain, request.context_ref)
-    messages = [*await transcripts.read(request.transcript), *await transcripts.filled(chain, request.new_messages)]
+    new = await transcripts.filled(chain, request.new_messages)
+    if request.sent:  # messages that came by `send`: the call read them from the updates in history, as this does
+        events = (event for history in histories for event in history.events)
+        texts = await sent_messages.texts_in(events, set(request.sent.values()), client.data_converter)
+        if missing := set(request.sent.values()) - set(texts):
+            raise ModelCallNotFound(
+                f"the model call of step {step} names the message of update {sorted(missing)[0]}, which the history "
+                f"of {histories[-1].workflow_id} does not hold"
+            )
+        new = sent_messages.filled(new, request.sent, texts)
+    messages = [*await transcripts.read(request.transcript), *new]
     if request.summarize:
         return summary_context(messages, static.agent, request.transcript, step)[0]
     return ModelContext(

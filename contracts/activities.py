@@ -46,6 +46,13 @@ class ModelRequest(Compact):
     may_defer: bool = False
     """The workflow carries a deferred turn into its next request (`AssistantTurn.deferred`). Workflows older than
     this field would drop the request's messages, so the activity stores every turn they ask for."""
+    store_answer: bool = False
+    """Store a reply without tool calls now, even when `may_defer` allows deferring it: in a session such a reply
+    ends the turn, and deferred it would travel again in the next turn's first request."""
+    sent: dict[int, str] = Field(default_factory=dict)
+    """Messages of `new_messages` that came by a session's `send` update, by index, with the update's id: their
+    `content` is left out, since history holds it as the update's argument, and the activity reads it from there
+    (`activities/sent_messages.py`)."""
 
 
 class ModelContext(Compact):

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, TypeAdapter
 
-from stalwart.contracts.messages import StoredContent, Usage
+from stalwart.contracts.messages import StoredContent, TranscriptRef, Usage
 from stalwart.contracts.model import Contract
 from stalwart.contracts.wire import Compact
 
@@ -110,6 +110,12 @@ class ArchiveStepsRequest(Contract):
     chain_id: str
     index: int
     steps: list[ArchivedStep]
+    transcript: TranscriptRef | None = None
+    """The stored conversation, which holds the texts of the steps `from_transcript` names."""
+    from_transcript: dict[int, int] = Field(default_factory=dict)
+    """Steps whose `content` is left out, by index in `steps`, with the position of their message in `transcript`:
+    the activity reads each text from there, so a run's texts do not travel through this input (over the
+    external-storage threshold, it would store them a second time) on their way to the archive."""
 
 
 class RunState(Contract):

@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.messages import Message, TranscriptRef, Usage
     from stalwart.contracts.run import AgentResult, ArchiveStepsRequest, StepArchive, StepRecord, StopReason
     from stalwart.contracts.run_input import ChainState, ContinuedRunInput, QueuedMessage
-    from stalwart.workflows import conversation, policies
+    from stalwart.workflows import conversation, patches, policies
 
 
 class ContinueAsNew(Exception):
@@ -33,6 +33,13 @@ class Chain:
         self.continued = input.carried is not None
         """Whether an earlier run of the chain continued as new into this one."""
         self.steps: list[StepRecord] = []  # earlier runs' steps are archived, named by `state.archives`
+        self.session = input.session
+        self.by_update: dict[int, str] = {}
+        """Messages of the conversation that came by a `send` update of this run, by position, with the update's id:
+        a model call's input names the update instead of repeating the text (`ModelRequest.sent`)."""
+        self.positions: dict[int, int] = {}
+        """Steps of `steps` whose text is a message of the conversation, by index, with that message's position: the
+        step archive reads those texts from the stored conversation (`ArchiveStepsRequest.from_transcript`)."""
         if input.carried is not None:
             self.state = input.carried
             return
@@ -51,9 +58,35 @@ class Chain:
         elif input.goal:  # a session's goal is its first message
             self.state.queued.append(QueuedMessage(id="goal", text=input.goal, received_at=now))
 
-    def record_user_message(self, text: str, now: datetime) -> None:
+    def record_user_message(self, text: str, now: datetime, update_id: str | None = None) -> None:
+        """Record a message for the model and the step log; `update_id`: the `send` update of this run it came by."""
+        position = self.next_position()
+        if update_id is not None:
+            self.by_update[position] = update_id
+        self.positions[len(self.steps)] = position
         self.state.unsent.append(Message(role="user", content=text))
         self.steps.append(StepRecord(step=self.state.step, role="user", content=text, started_at=now, ended_at=now))
+
+    def next_position(self) -> int:
+        """Where the next message recorded for the model goes in the conversation: after the stored ones and the
+        unsent ones (a model call that stores appends its request's messages, then its reply)."""
+        return self.state.transcript.messages + len(self.state.unsent)
+
+    def by_reference(self, messages: list[Message]) -> tuple[list[Message], dict[int, str]]:
+        """`messages` (the unsent ones) as a model call's input names them: those that came by a `send` update of
+        this run without their text, and which update each came by, by index."""
+        start = self.state.transcript.messages
+        self.by_update = {position: id for position, id in self.by_update.items() if position >= start}
+        sent = {
+            index: self.by_update[start + index] for index in range(len(messages)) if start + index in self.by_update
+        }
+        if not sent:
+            return messages, {}
+        named = [
+            message.model_copy(update={"content": ""}) if index in sent else message
+            for index, message in enumerate(messages)
+        ]
+        return named, sent
 
     def close_open_steps(self, why: str) -> None:
         now = workflow.now()
@@ -86,21 +119,47 @@ class Chain:
         if not self.steps:
             return
         state = self.state
-        archive = await workflow.execute_activity(
-            names.ARCHIVE_STEPS_ACTIVITY,
-            ArchiveStepsRequest(
+        steps = [step.archived() for step in self.steps]  # stored results are not sent again
+        summary = f"archive {len(self.steps)} steps {why}"
+        if patches.active(patches.STEP_ARCHIVE_AS_LOCAL_ACTIVITY):
+            # A local activity: its input is not recorded in history, and without the texts the stored conversation
+            # holds (read from there) it stays under the external-storage threshold, which would store them again.
+            # Runs recorded before sent every text through a full activity's input.
+            stored = {
+                index: position
+                for index, position in self.positions.items()
+                if position < state.transcript.messages and steps[index].content
+            }
+            for index in stored:
+                steps[index] = steps[index].model_copy(update={"content": ""})
+            request = ArchiveStepsRequest(
                 chain_id=state.chain_id,
                 index=len(state.archives),
-                steps=[step.archived() for step in self.steps],  # stored results are not sent again
-            ),
-            result_type=StepArchive,
-            start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
-            retry_policy=policies.ARCHIVE_RETRY,
-            summary=f"archive {len(self.steps)} steps {why}",
-        )
+                steps=steps,
+                transcript=state.transcript if stored else None,
+                from_transcript=stored,
+            )
+            archive = await workflow.execute_local_activity(
+                names.ARCHIVE_STEPS_ACTIVITY,
+                request,
+                result_type=StepArchive,
+                start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
+                retry_policy=policies.ARCHIVE_RETRY,
+                summary=summary,
+            )
+        else:
+            archive = await workflow.execute_activity(
+                names.ARCHIVE_STEPS_ACTIVITY,
+                ArchiveStepsRequest(chain_id=state.chain_id, index=len(state.archives), steps=steps),
+                result_type=StepArchive,
+                start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
+                retry_policy=policies.ARCHIVE_RETRY,
+                summary=summary,
+            )
         state.archives.append(archive)
         state.metrics = conversation.metrics(self.steps, state.metrics)
         self.steps = []
+        self.positions = {}
         if state.turn is not None:
             state.turn.first_record = 0
 

@@ -48,10 +48,14 @@ class Inbox:
         self._read_in_turn: list[str] = []  # ids of messages read by the turn in progress
         self._recorded: dict[str, StepRecord] = {}  # message id -> its step in the log, while its turn runs
         self.waiters = 0  # `send` updates waiting for a turn to end
+        self._by_update: set[str] = set()  # ids of queued messages that came by a `send` update of this run
 
     # -- messages in ---------------------------------------------------------
 
     def enqueue(self, message_id: str, text: str) -> None:
+        update = workflow.current_update_info()
+        if update is not None and update.id == message_id:  # its text is in history, as the update's argument
+            self._by_update.add(message_id)
         self._chain.state.queued.append(QueuedMessage(id=message_id, text=text, received_at=workflow.now()))
         self._visibility.publish()
 
@@ -154,7 +158,9 @@ class Inbox:
         now = workflow.now()
         state = self._chain.state
         for queued in state.queued:
-            self._chain.record_user_message(queued.text, now)
+            by_update = queued.id in self._by_update
+            self._by_update.discard(queued.id)
+            self._chain.record_user_message(queued.text, now, update_id=queued.id if by_update else None)
             self._read_in_turn.append(queued.id)
             self._recorded[queued.id] = self._chain.steps[-1]
         state.queued = []

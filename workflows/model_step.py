@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.messages import AssistantTurn, Usage
     from stalwart.contracts.run import StepRecord, StopReason
-    from stalwart.workflows import deadlines, policies
+    from stalwart.workflows import deadlines, patches, policies
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
     from stalwart.workflows.failures import long_rate_limit, message_unless_cancelled
@@ -80,16 +80,24 @@ class ModelStep:
         state.step += 1
         budget.steps_taken += 1
         record = StepRecord(step=state.step, role="assistant", started_at=workflow.now())
+        record_index = len(self._chain.steps)
         self._chain.steps.append(record)
+        unsent = state.unsent
+        new_messages, sent = self._chain.by_reference(unsent)
+        if not sent or not patches.active(patches.SENT_MESSAGES_BY_REFERENCE):  # runs recorded before sent the texts
+            new_messages, sent = unsent, {}
         request = ModelRequest(
             step=state.step,
             transcript=state.transcript,
-            new_messages=state.unsent,
+            new_messages=new_messages,
             context=None if state.context_ref else AgentContext(agent=self._agent, tools=state.tools),
             context_ref=state.context_ref,
             tools_enabled=tools_enabled,
             deadline=budget.deadline,
             may_defer=True,
+            # A session's answer is stored by its own call: deferred, the next turn's request would carry it again.
+            store_answer=self._chain.session and patches.active(patches.SESSION_ANSWERS_STORED_BY_THEIR_CALL),
+            sent=sent,
         )
         waits = 0
         while True:
@@ -113,10 +121,10 @@ class ModelStep:
                     # history); the next step asks for the reply again, on the shorter conversation.
                     state.transcript = reply.transcript or state.transcript
                     state.context_ref = reply.context_ref or state.context_ref
-                    state.unsent = []
+                    state.unsent = unsent = []
                     update: dict[str, Any] = {"summarize": True, "transcript": state.transcript, "context": None}
                     request = request.model_copy(
-                        update={**update, "new_messages": [], "context_ref": state.context_ref}
+                        update={**update, "new_messages": [], "context_ref": state.context_ref, "sent": {}}
                     )
                     continue
                 break
@@ -152,6 +160,8 @@ class ModelStep:
                 raise ModelFailed(f"model call at step {state.step} failed: {record.error}") from err
         if request.summarize:
             return await self._after_summary(record, reply, turn, tools_enabled=tools_enabled)
+        if reply.text:  # its message follows the request's in the conversation, stored now or by a later call
+            self._chain.positions[record_index] = request.transcript.messages + len(request.new_messages)
         record.content = reply.text
         record.usage = reply.usage
         record.stop_reason = reply.stop_reason
@@ -162,7 +172,7 @@ class ModelStep:
             state.transcript = reply.transcript
         state.context_ref = reply.context_ref or state.context_ref
         if reply.deferred:  # nothing stored: the next request carries what this one did, and the answer
-            state.unsent = [*request.new_messages, reply.as_message()]
+            state.unsent = [*unsent, reply.as_message()]  # the texts themselves, named again by the next request
         else:
             state.unsent = [] if reply.recorded else [reply.as_message()]
         self._visibility.publish()

@@ -34,6 +34,12 @@ FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES = "fast-tools-run-as-local-activities"
 """A tool marked fast (`ToolSpec.fast`, the calculator) runs as a local activity, not a full activity."""
 SEND_RESULT_WITHOUT_ECHOES = "send-result-without-echoes"
 """A session's `send` returns its turn's result without the message and the answer in `steps` (`SendResult`)."""
+SENT_MESSAGES_BY_REFERENCE = "sent-messages-by-reference"
+"""A model call's input names a message that came by `send` (its update in history) instead of repeating its text."""
+SESSION_ANSWERS_STORED_BY_THEIR_CALL = "session-answers-stored-by-their-call"
+"""A session's model call stores a reply without tool calls itself, instead of the next turn's call carrying it."""
+STEP_ARCHIVE_AS_LOCAL_ACTIVITY = "step-archive-as-local-activity"
+"""The step archive is a local activity, its input without the texts the stored conversation holds (read there)."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -46,6 +52,9 @@ ALL = (
     SEARCH_ATTRIBUTE_COUNTERS_THROTTLED,
     FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES,
     SEND_RESULT_WITHOUT_ECHOES,
+    SENT_MESSAGES_BY_REFERENCE,
+    SESSION_ANSWERS_STORED_BY_THEIR_CALL,
+    STEP_ARCHIVE_AS_LOCAL_ACTIVITY,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

@@ -1,0 +1,153 @@
+"""Messages that came by a session's `send` update, read back from history instead of travelling twice through it.
+
+A message sent with `send` is in the workflow's history already: the update's argument, in its accepted event. The
+model call's input names the update (`ModelRequest.sent`) instead of repeating the text, and the model activity reads
+it from there. The update was accepted shortly before the call was scheduled, so the run's history is read from its
+end (the `GetWorkflowExecutionHistoryReverse` RPC, one page of a few events as a rule); a server without that RPC (the
+time-skipping test server) is read from the start. The payload is decoded by the worker client's data converter, so
+an encrypted or externally stored message reads as it was sent.
+
+A worker keeps the texts it read last: the call after a deferred one names the same message again, and usually runs
+on the same worker. `stalwart.client.chain` rebuilds a call's input from a history it already holds
+(`texts_in`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.client import Client
+from temporalio.converter import DataConverter
+from temporalio.service import RPCError, RPCStatusCode
+
+from stalwart.activities.transcripts import TranscriptError
+from stalwart.contracts.messages import Message
+
+PAGE_EVENTS = 32
+"""Events per page read from the end of history: a message read at a turn's first call is among the last few."""
+CACHED_TEXT_CHARS = 32 * 1024 * 1024
+"""How many characters of messages a worker keeps in memory, newest first."""
+_ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+
+
+class SentMessageMissing(TranscriptError):
+    """The update a model call names is not in its run's history; reading again cannot help."""
+
+
+async def texts_in(events: Iterable[HistoryEvent], update_ids: set[str], converter: DataConverter) -> dict[str, str]:
+    """The messages of the `send` updates `update_ids` that `events` accepted, by update id."""
+    found: dict[str, str] = {}
+    for event in events:
+        if event.event_type != _ACCEPTED:
+            continue
+        accepted = event.workflow_execution_update_accepted_event_attributes.accepted_request
+        update_id = accepted.meta.update_id
+        if update_id in update_ids and update_id not in found:
+            [text] = await converter.decode(list(accepted.input.args.payloads), [str])
+            found[update_id] = str(text)
+    return found
+
+
+def filled(messages: list[Message], sent: dict[int, str], texts: dict[str, str]) -> list[Message]:
+    """`messages` with the text of each one `sent` names put back."""
+    return [
+        message.model_copy(update={"content": texts[sent[index]]}) if index in sent else message
+        for index, message in enumerate(messages)
+    ]
+
+
+class SentMessages:
+    """Reads the messages a model call names from its run's history, and keeps the latest in memory."""
+
+    def __init__(self, cached_chars: int = CACHED_TEXT_CHARS) -> None:
+        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()  # (run id, update id) -> text
+        self._chars = 0
+        self._cached_chars = cached_chars
+        self._reverse = True  # until the server says it cannot read history from its end
+
+    async def filled(
+        self,
+        client: Client,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        messages: list[Message],
+        sent: dict[int, str],
+    ) -> list[Message]:
+        """`messages` (a model call's new messages) with the text of each message `sent` names read back."""
+        if not sent:
+            return messages
+        texts = {
+            update_id: text for update_id in sent.values() if (text := self._cached(run_id, update_id)) is not None
+        }
+        wanted = set(sent.values()) - set(texts)
+        if wanted:
+            read = await self._read(client, namespace, workflow_id, run_id, wanted)
+            missing = wanted - set(read)
+            if missing:
+                raise SentMessageMissing(
+                    f"the message of update {sorted(missing)[0]} is not in the history of run {run_id} of "
+                    f"{workflow_id}, which the model call's input names: was the history reset or the input edited?"
+                )
+            for update_id, text in read.items():
+                self._remember(run_id, update_id, text)
+            texts.update(read)
+        return filled(messages, sent, texts)
+
+    async def _read(
+        self, client: Client, namespace: str, workflow_id: str, run_id: str, wanted: set[str]
+    ) -> dict[str, str]:
+        if self._reverse:
+            try:
+                return await self._read_from_the_end(client, namespace, workflow_id, run_id, wanted)
+            except RPCError as err:
+                if err.status != RPCStatusCode.UNIMPLEMENTED:
+                    raise
+                self._reverse = False
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        found: dict[str, str] = {}
+        async for event in handle.fetch_history_events():
+            found.update(await texts_in([event], wanted - set(found), client.data_converter))
+            if len(found) == len(wanted):
+                break
+        return found
+
+    async def _read_from_the_end(
+        self, client: Client, namespace: str, workflow_id: str, run_id: str, wanted: set[str]
+    ) -> dict[str, str]:
+        found: dict[str, str] = {}
+        token = b""
+        while True:
+            response = await client.workflow_service.get_workflow_execution_history_reverse(
+                GetWorkflowExecutionHistoryReverseRequest(
+                    namespace=namespace,
+                    execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+                    maximum_page_size=PAGE_EVENTS,
+                    next_page_token=token,
+                )
+            )
+            found.update(await texts_in(response.history.events, wanted - set(found), client.data_converter))
+            token = response.next_page_token
+            if len(found) == len(wanted) or not token:
+                return found
+
+    def _cached(self, run_id: str, update_id: str) -> str | None:
+        text = self._texts.get((run_id, update_id))
+        if text is not None:
+            self._texts.move_to_end((run_id, update_id))
+        return text
+
+    def _remember(self, run_id: str, update_id: str, text: str) -> None:
+        if len(text) > self._cached_chars:
+            return
+        previous = self._texts.pop((run_id, update_id), None)
+        self._chars += len(text) - (len(previous) if previous is not None else 0)
+        self._texts[(run_id, update_id)] = text
+        while self._chars > self._cached_chars:
+            _, dropped = self._texts.popitem(last=False)
+            self._chars -= len(dropped)
