@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from stalwart.activities import pricing, protocols, providers, telemetry
 from stalwart.activities import usage as token_usage
 from stalwart.activities.budget_guard import refuse_after
+from stalwart.activities.call_records import CallRecords
 from stalwart.activities.context_window import model_window, overflows, summary_context
 from stalwart.activities.in_flight import InFlight
 from stalwart.activities.providers.base import ModelError, ModelGarbledError
@@ -50,8 +51,9 @@ class ModelActivities:
         self._failed: OrderedDict[tuple[str | None, str], Usage] = OrderedDict()
         """What failed attempts of a call spent, by (run id, activity id): the tokens the provider reported before
         the attempt failed were billed, so the attempt that succeeds counts them in its turn's usage."""
-        self._in_flight: InFlight[AssistantTurn] = InFlight()
-        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it."""
+        self._in_flight: InFlight[AssistantTurn] = InFlight(CallRecords(AssistantTurn))
+        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it, here
+        or, through their records in storage, on another worker."""
         self._sent = SentMessages()
         """Messages that came by `send`, read back from history (`ModelRequest.sent`)."""
 

@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from stalwart.activities import telemetry
 from stalwart.activities.budget_guard import refuse_after
+from stalwart.activities.call_records import CallRecords
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.activities.in_flight import InFlight
 from stalwart.activities.mcp import (
@@ -79,8 +80,9 @@ class ToolActivities:
         self._finished: OrderedDict[tuple[str | None, str], ToolResult] = OrderedDict()
         """Results of calls this worker finished, by (run id, activity id): a completion lost to a server outage
         (the SDK stops retrying it after about 10 s) brings the call back as a new attempt, answered from here."""
-        self._in_flight: InFlight[ToolResult] = InFlight()
-        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it."""
+        self._in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult))
+        """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it, here
+        or, through their records in storage, on another worker."""
 
     async def aclose(self) -> None:
         await self.mcp.aclose()

@@ -1,0 +1,112 @@
+"""A call's record in shared storage, as a later attempt on another worker reads it (`activities/call_records.py`).
+
+These run the attempts in an activity context, without a server; tests/test_calls_across_workers.py runs them on
+two real workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from stalwart.activities.call_records import CallKey, CallRecord, CallRecords
+from stalwart.activities.in_flight import InFlight
+from stalwart.activities.transcripts import MemoryBlobs
+from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.messages import AssistantTurn, ToolCall, ToolResult, Usage
+
+CALL = ToolCall(id="call_1", name="write", arguments={"value": "v"})
+RESULT = ToolResult(call_id="call_1", name="write", data={"written": ["v", 1, None]}, hint=None)
+
+
+def _attempt(number: int) -> ActivityEnvironment:
+    environment = ActivityEnvironment()
+    environment.payload_converter = DATA_CONVERTER.payload_converter
+    environment.info = dataclasses.replace(environment.info, attempt=number, activity_id="7")
+    return environment
+
+
+def _key(environment: ActivityEnvironment) -> CallKey:
+    key = CallKey.of(environment.info)
+    assert key is not None
+    return key
+
+
+async def _not_run() -> ToolResult:
+    raise AssertionError("the call ran again")
+
+
+async def test_a_quick_call_writes_nothing_to_storage():
+    blobs = MemoryBlobs()
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def quick() -> ToolResult:
+        return RESULT
+
+    assert await _attempt(1).run(in_flight.run, "key", quick, what="a call") == RESULT
+    await asyncio.sleep(0)
+    assert blobs.blobs == {}
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        RESULT,
+        AssistantTurn(text="done", usage=Usage(input_tokens=3, output_tokens=5, cost_usd=0.25), model="m"),
+    ],
+)
+async def test_a_result_another_worker_recorded_answers_a_later_attempt_exactly(result: ToolResult | AssistantTurn):
+    blobs = MemoryBlobs()
+    environment = _attempt(2)
+    elsewhere = CallRecords(type(result), lambda: blobs)
+    await elsewhere.write(_key(environment), elsewhere.returned(result, DATA_CONVERTER.payload_converter))
+    in_flight = InFlight(CallRecords(type(result), lambda: blobs))
+    assert await environment.run(in_flight.run, "key", _not_run, what="a call") == result
+
+
+async def test_a_failure_for_good_another_worker_recorded_is_raised_again():
+    blobs = MemoryBlobs()
+    environment = _attempt(2)
+    elsewhere = CallRecords(ToolResult, lambda: blobs)
+    failure = ApplicationError("refused", {"spent": 3}, type="BudgetOver", non_retryable=True)
+    await elsewhere.write(_key(environment), elsewhere.ended(failure, DATA_CONVERTER.payload_converter))
+    in_flight = InFlight(CallRecords(ToolResult, lambda: blobs))
+    with pytest.raises(ApplicationError) as raised:
+        await environment.run(in_flight.run, "key", _not_run, what="a call")
+    assert (raised.value.message, raised.value.type, raised.value.non_retryable) == ("refused", "BudgetOver", True)
+    assert list(raised.value.details) == [{"spent": 3}]
+
+
+async def test_a_stale_lease_runs_the_call_at_once():
+    blobs = MemoryBlobs()
+    environment = _attempt(2)
+    elsewhere = CallRecords(ToolResult, lambda: blobs)
+    stale = CallRecord(holder=elsewhere.holder, renewed_at=time.time() - 60, renewals=9)
+    await elsewhere.write(_key(environment), stale)
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def run_again() -> ToolResult:
+        return RESULT
+
+    assert await environment.run(in_flight.run, "key", run_again, what="a call") == RESULT
+
+
+async def test_a_fresh_lease_is_waited_on_until_its_result_is_recorded():
+    blobs = MemoryBlobs()
+    environment = _attempt(2)
+    elsewhere = CallRecords(ToolResult, lambda: blobs)
+    await elsewhere.write(_key(environment), elsewhere.running(1))
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def finish_elsewhere() -> None:
+        await asyncio.sleep(0.3)
+        await elsewhere.write(_key(environment), elsewhere.returned(RESULT, DATA_CONVERTER.payload_converter))
+
+    finishing = asyncio.create_task(finish_elsewhere())
+    assert await environment.run(in_flight.run, "key", _not_run, what="a call") == RESULT
+    await finishing
