@@ -229,12 +229,12 @@ class TranscriptStore:
         out = list(steps)
         for index, position in positions.items():
             step = steps[index]
-            if position >= len(messages) or messages[position].role != step.role:
+            held = messages[position].role if position < len(messages) else None
+            if held != step.role:
+                found = f"a {held} message there" if held else f"only {len(messages)} messages"
                 raise TranscriptError(
                     f"step {step.step} ({step.role}) of run chain {ref.chain_id} names message {position} of its "
-                    f"stored conversation, which holds {len(messages)} messages and "
-                    f"{'no such message' if position >= len(messages) else 'a ' + messages[position].role + ' one'} "
-                    "there: was storage changed by hand?"
+                    f"stored conversation, which holds {found}: was storage changed by hand?"
                 )
             out[index] = step.model_copy(update={"content": messages[position].content})
         return out

@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.messages import Usage
     from stalwart.contracts.run import AgentResult, StepRecord, StopReason
     from stalwart.contracts.run_input import QueuedMessage, RunInput, message_problem
-    from stalwart.contracts.send_result import SendResult
+    from stalwart.contracts.send_result import SHAPE, SendResult
     from stalwart.workflows import arguments, patches
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
@@ -168,13 +168,15 @@ class Inbox:
     def answer_turn(self, result: AgentResult) -> None:
         """The turn ended: every message it read is answered with its result.
 
-        A session's `send` gets it without the texts history holds already (`SendResult`, shape 2): its message is
+        A session's `send` gets it without the texts history holds already (`SendResult`, shape 3): its message is
         the update's argument, the answer the model call's result. `patched`: sessions recorded before answered
         with every text repeated, and replay so."""
         slim = self._input.session and bool(self._read_in_turn) and patches.active(patches.SEND_RESULT_WITHOUT_ECHOES)
+        # Shape 3 leaves out the metrics too, which the steps say; sessions recorded between the patches answer in 2.
+        shape = SHAPE if slim and patches.active(patches.SEND_RESULT_WITHOUT_METRICS) else 2
         for message_id in self._read_in_turn:
             own = self._recorded.pop(message_id, None)
-            self._results[message_id] = SendResult.without_echoes(result, own) if slim else result
+            self._results[message_id] = SendResult.without_echoes(result, own, shape) if slim else result
         self._read_in_turn = []
 
     def answer_the_rest(self, stop: StopReason) -> None:

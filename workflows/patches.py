@@ -40,6 +40,8 @@ SESSION_ANSWERS_STORED_BY_THEIR_CALL = "session-answers-stored-by-their-call"
 """A session's model call stores a reply without tool calls itself, instead of the next turn's call carrying it."""
 STEP_ARCHIVE_AS_LOCAL_ACTIVITY = "step-archive-as-local-activity"
 """The step archive is a local activity, its input without the texts the stored conversation holds (read there)."""
+SEND_RESULT_WITHOUT_METRICS = "send-result-without-metrics"
+"""A session's `send` returns its turn's result in shape 3: also without `metrics`, which its steps say."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -55,6 +57,7 @@ ALL = (
     SENT_MESSAGES_BY_REFERENCE,
     SESSION_ANSWERS_STORED_BY_THEIR_CALL,
     STEP_ARCHIVE_AS_LOCAL_ACTIVITY,
+    SEND_RESULT_WITHOUT_METRICS,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

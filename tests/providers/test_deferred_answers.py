@@ -1,8 +1,14 @@
-"""The conversation is written at every other model call, and the model still reads every message.
+"""The conversation is written at every other model call of a run's steps, and the model still reads every message.
 
 A call whose request carries no earlier answer stores nothing: the workflow carries the request's new messages and
 the answer into its next request, whose call stores them with its own answer. So one durable write serves two steps,
 and an answer that ends a run is often never written, since no model call reads it again.
+
+A session's answer is the exception (`ModelRequest.store_answer`): a reply without tool calls is stored by its own
+call. Deferred, it would ride in the next turn's first request, so every other turn's message and answer entered
+history twice more (issue 45: a session's history is to stay within 3x what was said); the next turn comes
+later, so the write it would have shared with that call saves no waiting either. A reply with tool calls is still
+deferred, so a turn's steps keep the saving.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from stalwart.workers.worker import build_worker
 from wire_server.script import Call, Reply
 
 
-def _request(agent: AgentSpec, *messages: Message, may_defer: bool = True) -> ModelRequest:
+def _request(agent: AgentSpec, *messages: Message, may_defer: bool = True, store_answer: bool = False) -> ModelRequest:
     tools = [ToolSpec(name=name) for name in agent.tools]
     return ModelRequest(
         step=1,
@@ -31,6 +37,7 @@ def _request(agent: AgentSpec, *messages: Message, may_defer: bool = True) -> Mo
         new_messages=list(messages),
         context=AgentContext(agent=agent, tools=tools),
         may_defer=may_defer,
+        store_answer=store_answer,
     )
 
 
@@ -66,6 +73,25 @@ async def test_an_answer_with_tool_calls_waits_for_the_next_call_too():
         ModelActivities(TranscriptStore(blobs)).model_turn, _request(agent, Message(role="user", content="hello"))
     )
     assert [c.name for c in turn.tool_calls] == ["echo"]
+    assert turn.deferred and _segments(blobs) == []
+
+
+async def test_a_sessions_answer_is_written_by_its_own_call():
+    blobs = MemoryBlobs()
+    store = TranscriptStore(blobs)
+    agent = AgentSpec(name="alone", scripted=[ScriptedReply(text="hello back")])
+    request = _request(agent, Message(role="user", content="hello"), store_answer=True)
+    turn = await ActivityEnvironment().run(ModelActivities(store).model_turn, request)
+    assert turn.recorded and not turn.deferred and turn.transcript is not None
+    assert [m.content for m in await store.read(turn.transcript)] == ["hello", "hello back"]
+
+
+async def test_a_sessions_reply_with_tool_calls_still_waits_for_the_next_call():
+    blobs = MemoryBlobs()
+    call = ScriptedToolCall(name="echo", arguments={"text": "hi"})
+    agent = AgentSpec(name="alone", tools=["echo"], scripted=[ScriptedReply(tool_calls=[call])])
+    request = _request(agent, Message(role="user", content="hello"), store_answer=True)
+    turn = await ActivityEnvironment().run(ModelActivities(TranscriptStore(blobs)).model_turn, request)
     assert turn.deferred and _segments(blobs) == []
 
 

@@ -1,18 +1,19 @@
 """Issue 45, item 2: a session's `send` returns its turn's result without repeating the texts history holds.
 
-The message is the update's argument and the answer the model call's result; the update's result (shape 2) leaves
-both out of `steps`, and `SessionHandle.send` puts them back, so a Python caller sees the same `AgentResult`.
+The message is the update's argument and the answer the model call's result; the update's result (shape 3) leaves
+both out of `steps`, and its metrics, which the steps say; `SessionHandle.send` puts them back, so a Python caller
+sees the same `AgentResult`.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from temporalio.api.enums.v1 import EventType
 
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.run import AgentResult, StepRecord, Usage
+from stalwart.contracts.run import AgentResult, StepRecord, Usage, run_metrics
 from stalwart.contracts.send_result import SHAPE, SendResult
 
 MESSAGE = "please echo the word marmalade back to me"
@@ -78,6 +79,49 @@ def test_a_result_of_the_second_shape_gets_its_message_and_answer_back():
         StepRecord(step=1, role="assistant", content="hello", started_at=now, final=True),
     ]
     whole = AgentResult(answer="hello", stop_reason="done", steps=steps, usage=Usage(), elapsed_seconds=0.1)
-    wire = SendResult.without_echoes(whole, steps[0]).model_dump_json()
+    wire = SendResult.without_echoes(whole, steps[0], shape=2).model_dump_json()
     assert "greetings, sender here" not in wire and wire.count("hello") == 1
+    assert SendResult.model_validate_json(wire).restored("greetings, sender here").model_dump() == whole.model_dump()
+
+
+def test_a_result_of_the_third_shape_gets_its_metrics_back_from_its_steps():
+    start = datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=UTC)
+    steps = [
+        StepRecord(step=0, role="user", content="greetings, sender here", started_at=start, ended_at=start),
+        StepRecord(
+            step=1,
+            role="assistant",
+            started_at=start,
+            ended_at=start + timedelta(seconds=1.25),
+            usage=Usage(input_tokens=12, output_tokens=3),
+        ),
+        StepRecord(
+            step=1,
+            role="tool",
+            tool_name="echo",
+            tool_call_id="c1",
+            result="hi",
+            started_at=start + timedelta(seconds=1.25),
+            ended_at=start + timedelta(seconds=1.5),
+        ),
+        StepRecord(
+            step=2,
+            role="assistant",
+            content="hello",
+            started_at=start + timedelta(seconds=1.5),
+            ended_at=start + timedelta(seconds=2.75),
+            usage=Usage(input_tokens=20, output_tokens=2),
+            final=True,
+        ),
+    ]
+    whole = AgentResult(
+        answer="hello",
+        stop_reason="done",
+        steps=steps,
+        usage=Usage(input_tokens=32, output_tokens=5),
+        elapsed_seconds=2.8,
+        metrics=run_metrics(steps, elapsed_seconds=2.8),
+    )
+    wire = SendResult.without_echoes(whole, steps[0]).model_dump_json()
+    assert json.loads(wire)["shape"] == 3 and "metrics" not in json.loads(wire)
     assert SendResult.model_validate_json(wire).restored("greetings, sender here").model_dump() == whole.model_dump()
