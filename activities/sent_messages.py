@@ -3,7 +3,7 @@
 A message sent with `send` is in the workflow's history already: the update's argument, in its accepted event. The
 model call's input names the update (`ModelRequest.sent`) instead of repeating the text, and the model activity reads
 it from there. The update was accepted shortly before the call was scheduled, so the run's history is read from its
-end (the `GetWorkflowExecutionHistoryReverse` RPC, one page of a few events as a rule); a server without that RPC (the
+end (the `GetWorkflowExecutionHistoryReverse` RPC, one short page as a rule); a server without that RPC (the
 time-skipping test server) is read from the start. The payload is decoded by the worker client's data converter, so
 an encrypted or externally stored message reads as it was sent.
 
@@ -28,8 +28,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from stalwart.activities.transcripts import TranscriptError
 from stalwart.contracts.messages import Message
 
-PAGE_EVENTS = 32
-"""Events per page read from the end of history: a message read at a turn's first call is among the last few."""
+FIRST_PAGE = 4
+"""Batches of events (one a workflow task, as a rule) in the first page read from the end of history: the update of a
+message read at a turn's first call was accepted in the batch that scheduled the call. Four batches cost about what
+one does (1.8 ms against 3.3 for 32 on the dev server, busy)."""
+NEXT_PAGES = 32
 CACHED_TEXT_CHARS = 32 * 1024 * 1024
 """How many characters of messages a worker keeps in memory, newest first."""
 _ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
@@ -122,17 +125,18 @@ class SentMessages:
     ) -> dict[str, str]:
         found: dict[str, str] = {}
         token = b""
+        size = FIRST_PAGE
         while True:
             response = await client.workflow_service.get_workflow_execution_history_reverse(
                 GetWorkflowExecutionHistoryReverseRequest(
                     namespace=namespace,
                     execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-                    maximum_page_size=PAGE_EVENTS,
+                    maximum_page_size=size,
                     next_page_token=token,
                 )
             )
             found.update(await texts_in(response.history.events, wanted - set(found), client.data_converter))
-            token = response.next_page_token
+            token, size = response.next_page_token, NEXT_PAGES
             if len(found) == len(wanted) or not token:
                 return found
 
