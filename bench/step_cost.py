@@ -193,13 +193,10 @@ def tool_call_times(events: Iterable[HistoryEvent]) -> list[ToolCallTime]:
     return times
 
 
-async def read_tool_calls(stalwart: StalwartClient, runs: list[Run]) -> list[ToolCallTime]:
-    """The tool calls of every run in `runs`, read back from their histories."""
-    times: list[ToolCallTime] = []
-    for run in runs:
-        histories = await chain_histories(stalwart.temporal, run.workflow_id)
-        times += tool_call_times(event for history in histories for event in history.events)
-    return times
+async def read_tool_calls(stalwart: StalwartClient, run: Run) -> list[ToolCallTime]:
+    """The tool calls of `run`, read back from its history."""
+    histories = await chain_histories(stalwart.temporal, run.workflow_id)
+    return tool_call_times(event for history in histories for event in history.events)
 
 
 def per_step_ms(runs: list[Run], turns: int) -> float:
@@ -220,14 +217,16 @@ TOOL_CALL_SIDES = {
 """The runs whose tool calls are timed from their histories, and what their tool is."""
 
 
-def report_tool_calls(tool_calls: dict[str, list[ToolCallTime]]) -> None:
-    """Each side's median tool call and its parts, then `fast tool ratio:`, ours fast over bare."""
-    median = {name: statistics.median(t.seconds for t in times) * 1000 for name, times in tool_calls.items()}
+def report_tool_calls(tool_calls: dict[str, list[list[ToolCallTime]]]) -> None:
+    """Each side's median tool call and its parts, ours fast over bare in each round, then `fast tool ratio:`,
+    ours fast over bare over every call."""
+    every = {name: [t for run in runs for t in run] for name, runs in tool_calls.items()}
+    median = {name: statistics.median(t.seconds for t in times) * 1000 for name, times in every.items()}
     print(
         "a tool call, from the model call's completion to the next model call's scheduling (server event times; "
         "median of every call, and the median of each part):"
     )
-    for name, times in tool_calls.items():
+    for name, times in every.items():
         parts = {
             "workflow tasks waiting": statistics.median(t.task_waits for t in times) * 1000,
             "running": statistics.median(t.task_runs for t in times) * 1000,
@@ -243,7 +242,16 @@ def report_tool_calls(tool_calls: dict[str, list[ToolCallTime]]) -> None:
         f"floor, bare local over bare: {median['bare local'] / median['bare']:.2f}; "
         f"ours over bare: {median['ours'] / median['bare']:.2f}"
     )
+    rounds = sorted(
+        statistics.median(t.seconds for t in fast) / statistics.median(t.seconds for t in bare)
+        for fast, bare in zip(tool_calls["ours fast"], tool_calls["bare"], strict=True)
+    )
+    print(f"ours fast over bare in each measured round (median tool call of each run), sorted: {_listed(rounds)}")
     print(f"fast tool ratio: {median['ours fast'] / median['bare']:.2f}")
+
+
+def _listed(ratios: list[float]) -> str:
+    return ", ".join(f"{r:.2f}" for r in ratios)
 
 
 async def main(turns: int, repeat: int) -> None:
@@ -267,13 +275,15 @@ async def main(turns: int, repeat: int) -> None:
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
+                # Each pair compared by a ratio runs back to back, so a burst of the machine's other load tends to
+                # fall on both sides of it.
                 "ours": await run_ours(stalwart, agent, "echo until done"),
                 "bare": await run_bare(stalwart, BareStepsWorkflow.run, turns, False),
+                "ours fast": await run_ours(stalwart, fast_agent, "calculate until done"),
+                "bare local": await run_bare(stalwart, BareLocalToolStepsWorkflow.run, turns),
                 "unsandboxed": await run_bare(stalwart, UnsandboxedBareStepsWorkflow.run, turns, False),
                 "bare+query": await run_bare(stalwart, BareStepsWorkflow.run, turns, True),
                 "typed": await run_bare(stalwart, TypedStepsWorkflow.run, turns, 0.0),
-                "ours fast": await run_ours(stalwart, fast_agent, "calculate until done"),
-                "bare local": await run_bare(stalwart, BareLocalToolStepsWorkflow.run, turns),
             }
             round_of_sessions = {}
             for calls, (count, session) in sessions.items():
@@ -286,7 +296,7 @@ async def main(turns: int, repeat: int) -> None:
                     session_turns[key] += seconds
             else:  # the start's and warm-up's garbage, else its full collection (120 ms) lands in a measured run
                 gc.collect()
-        tool_calls = {name: await read_tool_calls(stalwart, results[name]) for name in TOOL_CALL_SIDES}
+        tool_calls = {name: [await read_tool_calls(stalwart, run) for run in results[name]] for name in TOOL_CALL_SIDES}
     print(f"{turns} turns per run, {repeat} runs of each after one warm-up; per step = median run / {turns}")
     for name, runs in results.items():
         run_ms = ", ".join(f"{r.seconds * 1000:.0f}" for r in runs)
