@@ -7,26 +7,33 @@ end (the `GetWorkflowExecutionHistoryReverse` RPC, one short page as a rule); a 
 time-skipping test server) is read from the start. The payload is decoded by the worker client's data converter, so
 an encrypted or externally stored message reads as it was sent.
 
-A worker keeps the texts it read last: the call after a deferred one names the same message again, and usually runs
-on the same worker. `stalwart.client.chain` rebuilds a call's input from a history it already holds
-(`texts_in`).
+Most calls need no read at all: a worker's workflows hand the activities of their process the text of each `send`
+they accept (`AcceptedMessages`, a workflow interceptor), and the call, scheduled in the same workflow task, usually
+runs in that process. Those texts, and the ones read from history, are kept for a while: the call after a deferred one
+names the same message again. A call in another process, or after a restart, reads history. `stalwart.client.chain`
+rebuilds a call's input from a history it already holds (`texts_in`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
+from temporalio import workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client
+from temporalio.common import RawValue
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import HandleUpdateInput, Interceptor, WorkflowInboundInterceptor, WorkflowInterceptorClassInput
 
 from stalwart.activities.transcripts import TranscriptError
 from stalwart.contracts.messages import Message
+from stalwart.contracts.names import WORKFLOW_TYPE
 
 FIRST_PAGE = 4
 """Batches of events (one a workflow task, as a rule) in the first page read from the end of history: the update of a
@@ -64,13 +71,73 @@ def filled(messages: list[Message], sent: dict[int, str], texts: dict[str, str])
     ]
 
 
-class SentMessages:
-    """Reads the messages a model call names from its run's history, and keeps the latest in memory."""
+class _Texts:
+    """Texts of messages by (run id, update id), the newest `limit` characters of them."""
 
-    def __init__(self, cached_chars: int = CACHED_TEXT_CHARS) -> None:
-        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()  # (run id, update id) -> text
+    def __init__(self, limit: int = CACHED_TEXT_CHARS) -> None:
+        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._chars = 0
-        self._cached_chars = cached_chars
+        self._limit = limit
+
+    def get(self, run_id: str, update_id: str) -> str | None:
+        text = self._texts.get((run_id, update_id))
+        if text is not None:
+            self._texts.move_to_end((run_id, update_id))
+        return text
+
+    def put(self, run_id: str, update_id: str, text: str) -> None:
+        if len(text) > self._limit:
+            return
+        previous = self._texts.pop((run_id, update_id), None)
+        self._chars += len(text) - (len(previous) if previous is not None else 0)
+        self._texts[(run_id, update_id)] = text
+        while self._chars > self._limit:
+            _, dropped = self._texts.popitem(last=False)
+            self._chars -= len(dropped)
+
+
+_ACCEPTED_HERE = _Texts()
+"""What the workflows of this process accepted by `send`, and what its model activities read from history."""
+
+
+class AcceptedMessages(Interceptor):
+    """Hands the model activities of this process the text of each `send` its agent workflows accept.
+
+    A cache, never the record: the activity reads history for a message it does not find here. The text is the
+    update's argument as the workflow decoded it, the same bytes history holds."""
+
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
+        return _KeepAccepted
+
+
+class _KeepAccepted(WorkflowInboundInterceptor):
+    async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+        if input.update == "send" and workflow.info().workflow_type == WORKFLOW_TYPE:
+            text = _text_of(input.args)
+            if text is not None:
+                _ACCEPTED_HERE.put(workflow.info().run_id, input.id, text)
+        return await super().handle_update_handler(input)
+
+
+def _text_of(args: list[Any]) -> str | None:
+    """The text a dynamic handler's arguments (the update's name, then its raw values) carry, if one string."""
+    if len(args) != 2 or not isinstance(args[1], (list, tuple)) or len(args[1]) != 1:
+        return None
+    [raw] = args[1]
+    if not isinstance(raw, RawValue):
+        return None
+    try:
+        text = workflow.payload_converter().from_payload(raw.payload, str)
+    except Exception:  # not a string: the validator refuses it, and no model call names it
+        return None
+    return text if isinstance(text, str) else None
+
+
+class SentMessages:
+    """Reads the messages a model call names: handed over by this process's workflows, or from its run's history."""
+
+    def __init__(self, texts: _Texts | None = None) -> None:
+        self._texts = texts if texts is not None else _ACCEPTED_HERE
         self._reverse = True  # until the server says it cannot read history from its end
 
     async def filled(
@@ -86,7 +153,7 @@ class SentMessages:
         if not sent:
             return messages
         texts = {
-            update_id: text for update_id in sent.values() if (text := self._cached(run_id, update_id)) is not None
+            update_id: text for update_id in sent.values() if (text := self._texts.get(run_id, update_id)) is not None
         }
         wanted = set(sent.values()) - set(texts)
         if wanted:
@@ -98,7 +165,7 @@ class SentMessages:
                     f"{workflow_id}, which the model call's input names: was the history reset or the input edited?"
                 )
             for update_id, text in read.items():
-                self._remember(run_id, update_id, text)
+                self._texts.put(run_id, update_id, text)
             texts.update(read)
         return filled(messages, sent, texts)
 
@@ -139,19 +206,3 @@ class SentMessages:
             token, size = response.next_page_token, NEXT_PAGES
             if len(found) == len(wanted) or not token:
                 return found
-
-    def _cached(self, run_id: str, update_id: str) -> str | None:
-        text = self._texts.get((run_id, update_id))
-        if text is not None:
-            self._texts.move_to_end((run_id, update_id))
-        return text
-
-    def _remember(self, run_id: str, update_id: str, text: str) -> None:
-        if len(text) > self._cached_chars:
-            return
-        previous = self._texts.pop((run_id, update_id), None)
-        self._chars += len(text) - (len(previous) if previous is not None else 0)
-        self._texts[(run_id, update_id)] = text
-        while self._chars > self._cached_chars:
-            _, dropped = self._texts.popitem(last=False)
-            self._chars -= len(dropped)

@@ -24,7 +24,7 @@ from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from stalwart.activities import redacting, secrets
+from stalwart.activities import redacting, secrets, sent_messages
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.activities.agent_runs import agent_result, agent_send
 from stalwart.activities.model_activity import ModelActivities
@@ -129,6 +129,7 @@ class StalwartPlugin(SimplePlugin):
             interceptors=[
                 *telemetry.tracing_interceptors(),
                 redacting.RedactingInterceptor(),
+                sent_messages.AcceptedMessages(),  # a sent message reaches the model call without a read
                 *([telemetry.TelemetryInterceptor()] if self.tracing else []),
                 *([StreamBrokerInterceptor(self.stream_broker)] if self.stream_broker else []),
             ],

@@ -21,7 +21,7 @@ from temporalio.api.history.v1 import History
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from stalwart.activities import providers
+from stalwart.activities import providers, sent_messages
 from stalwart.activities.model_activity import ModelActivities
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR
 from stalwart.activities.transcripts import MemoryBlobs, TranscriptStore
@@ -49,12 +49,17 @@ def answer(n: int) -> str:
 class Answering:
     """Answers model call N with `answer(N - 1)`: the answers are not in the agent spec, which history holds too."""
 
+    heard: list[list[str]] = []
+    """The texts of the messages each call was sent."""
+
     async def complete(self, context: ModelContext) -> AssistantTurn:
+        Answering.heard.append([m.content for m in context.messages])
         return AssistantTurn(text=answer(context.step - 1), model="scripted")
 
 
 @pytest.fixture(autouse=True)
 def answering(monkeypatch: pytest.MonkeyPatch) -> None:
+    Answering.heard = []
     monkeypatch.setitem(providers.PROVIDERS, "scripted", lambda agent, clients: Answering())
 
 
@@ -91,6 +96,22 @@ async def test_the_model_call_names_a_sent_message_and_reads_it_back(stalwart, w
     assert [m.content for m in request.new_messages] == [""] and list(request.sent) == [0]
     said = [(m.role, m.content) for m in seen.messages]
     assert said == [x for n in range(TURNS) for x in (("user", message(n)), ("assistant", answer(n)))][:-1]
+
+
+async def test_a_worker_that_did_not_accept_the_message_reads_it_from_history(
+    stalwart, worker_with, monkeypatch: pytest.MonkeyPatch
+):
+    """As a model call run by another process than its workflow's does (here read from the start of history: the
+    test server has no reverse read)."""
+    monkeypatch.setattr(sent_messages.AcceptedMessages, "workflow_interceptor_class", lambda self, input: None)
+    monkeypatch.setattr(sent_messages, "_ACCEPTED_HERE", sent_messages._Texts())
+    async with worker_with():
+        session = await stalwart.start_session(talker())
+        answers = [(await session.send(message(n))).answer for n in range(TURNS)]
+    assert answers == [answer(n) for n in range(TURNS)]
+    assert len(Answering.heard) == TURNS and all(heard[-1] == message(n) for n, heard in enumerate(Answering.heard)), (
+        "the model read each message"
+    )
 
 
 async def test_a_sessions_answer_is_stored_by_its_own_call_not_carried_into_the_next_turn(stalwart, worker_with):
@@ -152,7 +173,10 @@ async def test_on_the_dev_server_an_encrypted_externally_stored_message_is_read_
     dev_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """The dev server reads history from its end (the reverse RPC, which the test server lacks); the message is over
-    the external-storage threshold and sealed, so the activity decodes it with its worker's converter."""
+    the external-storage threshold and sealed, so the activity decodes it with its worker's converter. The worker's
+    workflows hand over nothing here, as in a call run by another process than its workflow's."""
+    monkeypatch.setattr(sent_messages.AcceptedMessages, "workflow_interceptor_class", lambda self, input: None)
+    monkeypatch.setattr(sent_messages, "_ACCEPTED_HERE", sent_messages._Texts())
     monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "storage"))
     monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
     monkeypatch.setenv(KEYS_VAR, f"k1:{base64.b64encode(os.urandom(32)).decode()}")
