@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types, undecodable
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.errors import EncryptionKeyError
+    from stalwart.contracts.errors import ConfigurationError
     from stalwart.contracts.run_input import ContinuedRunInput
 
 _T = TypeVar("_T")
@@ -61,8 +61,8 @@ def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
         return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
     try:
         return workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput), None
-    except EncryptionKeyError:  # sealed with a key this worker lacks: fail the task, a worker with the key runs it
-        raise
+    except ConfigurationError:  # sealed with a key this worker lacks (or with none): fail the task, not the run,
+        raise  # so a worker that has the key runs it
     except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
         reason = str(err).replace("\n", "; ")
         return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"

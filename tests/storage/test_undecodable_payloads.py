@@ -3,8 +3,10 @@ raises for one, and the data converter raises `EncryptionKeyError` with that rea
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
+import uuid
 
 import pytest
 from temporalio.api.common.v1 import Payload
@@ -68,3 +70,55 @@ async def test_an_activity_result_the_worker_cannot_open_fails_its_reader_with_t
     unknown = _encrypted(**{KEY_ID_KEY: b"retired"})
     with pytest.raises(EncryptionKeyError, match=r"key 'retired'.*not among the configured keys.*STALWART_ENCRYPTION"):
         await stalwart_converter(encryption=KEYS).decode([unknown], [ToolResult])
+
+
+@pytest.mark.parametrize("workers_keys", [None, "k2"], ids=["no key at all", "another key"])
+async def test_a_run_sealed_with_a_key_its_worker_lacks_waits_for_a_worker_that_has_it(dev_env, workers_keys):
+    """Its workflow task fails (and is retried), naming the missing key's error: the run neither fails as an
+    invalid input nor ends, so a worker given the key runs it."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client, WorkflowExecutionStatus
+
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.names import WORKFLOW_TYPE
+    from stalwart.contracts.run_input import RunInput
+    from stalwart.workers.worker import build_worker
+
+    queue = f"sealed-{uuid.uuid4().hex[:8]}"
+    starter = await Client.connect(dev_env.address, data_converter=stalwart_converter(encryption=KEYS))
+    workers = Keyring.parse(f"{workers_keys}:{base64.b64encode(os.urandom(32)).decode()}") if workers_keys else None
+    worker_client = await Client.connect(dev_env.address, data_converter=stalwart_converter(encryption=workers))
+    async with build_worker(worker_client, task_queue=queue):
+        handle = await starter.start_workflow(
+            WORKFLOW_TYPE, RunInput(agent=AgentSpec(name="sealed"), goal="sealed with k1"), id=queue, task_queue=queue
+        )
+        failed, description = [], await handle.describe()
+        while not failed and description.status == WorkflowExecutionStatus.RUNNING:
+            events = (await handle.fetch_history()).events
+            failed = [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+            description = await handle.describe()
+            await asyncio.sleep(0.05)
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            await handle.terminate(reason="test over")
+    assert description.status == WorkflowExecutionStatus.RUNNING, "the run ended instead of waiting for a worker"
+    expected = "MissingEncryptionKey" if workers_keys is None else "EncryptionKeyError"
+    assert failed[0].workflow_task_failed_event_attributes.failure.application_failure_info.type == expected
+
+
+def test_show_names_the_key_error_under_the_sdks_failed_decoding_of_an_activity_result():
+    """An activity result the worker cannot open fails its workflow task as the SDK's RuntimeError("Failed decoding
+    arguments"), the key's error its cause: show's hint to give the workers the key reads the cause."""
+    from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
+    from temporalio.api.history.v1 import HistoryEvent, WorkflowTaskFailedEventAttributes
+
+    from stalwart.client.task_failures import failed_task, failing_task_note
+
+    cause = Failure(message="key", application_failure_info=ApplicationFailureInfo(type="EncryptionKeyError"))
+    failure = Failure(
+        message="Failed decoding arguments", application_failure_info=ApplicationFailureInfo(type="RuntimeError")
+    )
+    failure.cause.CopyFrom(cause)
+    event = HistoryEvent(workflow_task_failed_event_attributes=WorkflowTaskFailedEventAttributes(failure=failure))
+    kind = failed_task([event])
+    assert kind == "EncryptionKeyError"
+    assert "give the workers the key" in failing_task_note(kind)
