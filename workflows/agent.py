@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.chain import Chain, ContinueAsNew
     from stalwart.workflows.failures import innermost_message
     from stalwart.workflows.inbox import Inbox, message_text
+    from stalwart.workflows.interactions import name_the_routes
     from stalwart.workflows.model_step import ModelFailed, ModelStep, truncated
     from stalwart.workflows.tool_calls import ToolCalls
     from stalwart.workflows.turns import Turn
@@ -72,6 +73,7 @@ class AgentWorkflow:
         self._tool_calls = ToolCalls(self._input, self._chain, self._approvals)
         self._error: str | None = None
         self._budget_fired_at: datetime | None = None
+        name_the_routes()  # the UI lists the dynamic handlers' routes by name
 
     # -- the run ---------------------------------------------------------------
 

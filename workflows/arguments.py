@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.errors import ConfigurationError
     from stalwart.contracts.run_input import ContinuedRunInput
+    from stalwart.workflows import interactions
 
 _T = TypeVar("_T")
 
@@ -34,10 +35,11 @@ DECISION_SHAPE = (
     'one argument, the decision as a JSON object: {"call_id": "...", "reason": "..." (optional), '
     '"reviewer": "..." (optional)}; `stalwart pending RUN_ID` lists the waiting call ids'
 )
-SIGNALS = ("message", "close")
-UPDATES = ("send", "approve", "reject", "close")
-QUERIES = ("state", "pending_approvals", "events")
-"""The names the run's handlers answer to: Stalwart's clients, other SDKs and the `temporal` CLI use these."""
+SIGNALS = tuple(interactions.SIGNALS)
+UPDATES = tuple(interactions.UPDATES)
+QUERIES = tuple(interactions.QUERIES)
+"""The names the run's handlers answer to: Stalwart's clients, other SDKs and the `temporal` CLI use these; the UI
+reads them with what each does (workflows/interactions.py)."""
 NOTE_CHARS = 500
 """The longest note a refused signal leaves in the run (`Visibility.note`): what came is untrusted."""
 
