@@ -444,3 +444,24 @@ async def test_a_send_update_an_encrypting_worker_cannot_open_is_refused_with_th
     assert "`send` got a payload this worker cannot open" in str(refusal), refusal
     assert f"key {SEALING_KEY_ID!r} does not decrypt" in str(refusal), refusal
     await _still_answers(session, temporal)
+
+
+@pytest.mark.slow
+async def test_show_with_keys_reads_signals_it_cannot_open_while_no_worker_runs(dev_env, task_queue, monkeypatch):
+    """Rebuilt from the history by a process with keys, a signal sealed with a key it lacks, or garbled, is shown
+    as a placeholder saying why, never a traceback."""
+    monkeypatch.setenv(KEYS_VAR, SEALING_KEYS)
+    monkeypatch.delenv(KEY_FILE_VAR, raising=False)
+    temporal = await connect(dev_env.address, from_config=False)
+    session = await StalwartClient(temporal, task_queue=task_queue).start_session(
+        _session_agent(), session_id=f"sealed-{uuid.uuid4().hex[:8]}"
+    )
+    kinds = {kind.name: kind for kind in _encrypted_kinds(random.Random(0))}
+    try:
+        for sent in ("garbled under the worker's key", "sealed with a key the worker lacks"):
+            await _from_another_sdk(temporal, session.run_id, "signal", "message", [kinds[sent]])
+        shown = await asyncio.to_thread(_shows_without_a_traceback, dev_env.address, task_queue, session.run_id)
+    finally:
+        await temporal.get_workflow_handle(session.run_id).terminate(reason="test over")
+    assert shown.count("<undecodable payload: ") == 2, shown
+    assert "'retired'" in shown and "does not decrypt" in shown, shown
