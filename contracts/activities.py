@@ -28,7 +28,8 @@ class ModelRequest(Compact):
     The conversation so far is in storage (`transcript`); this input adds the messages
     recorded since the last call (`new_messages`), which the activity appends to it. The
     agent and tools come inline the first time (`context`) and by their hash after that
-    (`context_ref`). So history holds each message once more at most, and any step's prompt
+    (`context_ref`), and a message that came by a session's `send` by the update's id (`sent`).
+    So history holds each message once more at most (a sent one, once), and any step's prompt
     can be rebuilt from history and storage; a test can call the activity with a plain
     input (an empty transcript, the messages, the context).
     """

@@ -244,7 +244,9 @@ class AssistantTurn(Compact):
     """Nothing was stored: the next request carries the request's new messages and this answer, and its call stores
     them with its own (`ModelRequest.may_defer`). A call that carries an answer always stores, so the conversation is
     written at every other model call, one durable write (or object store PUT) for two, and a message travels in two
-    requests at most. An answer that ends a run is then often never written: no model call reads it."""
+    requests at most. An answer that ends a run is then often never written: no model call reads it. A session's
+    reply without tool calls is stored at once (`ModelRequest.store_answer`): the next request would be the next
+    turn's."""
 
     def as_message(self) -> Message:
         """The turn as the conversation keeps it, for the model's next call."""
