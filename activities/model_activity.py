@@ -186,6 +186,7 @@ class ModelActivities:
             transcript, _ = await self.transcripts.append(
                 request.transcript, [*new, turn.as_message()]
             )  # `new` is already filled in; the segment keeps its stored results as references
+            self._sent.forget(info.workflow_run_id or "", request.sent.values())  # stored: no call names them again
             return turn.model_copy(update={"transcript": transcript, "context_ref": known})
         except ModelError as err:
             spent = self._spent_failing(

@@ -9,8 +9,9 @@ an encrypted or externally stored message reads as it was sent.
 
 Most calls need no read at all: a worker's workflows hand the activities of their process the text of each `send`
 they accept (`AcceptedMessages`, a workflow interceptor), and the call, scheduled in the same workflow task, usually
-runs in that process. Those texts, and the ones read from history, are kept for a while: the call after a deferred one
-names the same message again. A call in another process, or after a restart, reads history. `stalwart.client.chain`
+runs in that process. Those texts, and the ones read from history, are kept until a call stores them with the
+conversation (the call after a deferred one names the same message again), within a bound. A call in another process,
+or after a restart, reads history. `stalwart.client.chain`
 rebuilds a call's input from a history it already holds (`texts_in`).
 """
 
@@ -85,6 +86,10 @@ class _Texts:
             self._texts.move_to_end((run_id, update_id))
         return text
 
+    def drop(self, run_id: str, update_id: str) -> None:
+        dropped = self._texts.pop((run_id, update_id), None)
+        self._chars -= len(dropped) if dropped is not None else 0
+
     def put(self, run_id: str, update_id: str, text: str) -> None:
         if len(text) > self._limit:
             return
@@ -112,7 +117,10 @@ class AcceptedMessages(Interceptor):
 
 class _KeepAccepted(WorkflowInboundInterceptor):
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
-        if input.update == "send" and workflow.info().workflow_type == WORKFLOW_TYPE:
+        # Not while replaying: the calls of those turns are over, and a session replayed after a restart would fill
+        # this with every message of its run.
+        replaying = workflow.unsafe.is_replaying()
+        if input.update == "send" and workflow.info().workflow_type == WORKFLOW_TYPE and not replaying:
             text = _text_of(input.args)
             if text is not None:
                 _ACCEPTED_HERE.put(workflow.info().run_id, input.id, text)
@@ -168,6 +176,12 @@ class SentMessages:
                 self._texts.put(run_id, update_id, text)
             texts.update(read)
         return filled(messages, sent, texts)
+
+    def forget(self, run_id: str, update_ids: Iterable[str]) -> None:
+        """The messages of `update_ids` are stored with the conversation now: no later call names them, and an idle
+        session keeps no copy here."""
+        for update_id in update_ids:
+            self._texts.drop(run_id, update_id)
 
     async def _read(
         self, client: Client, namespace: str, workflow_id: str, run_id: str, wanted: set[str]
