@@ -43,6 +43,40 @@ def capped(
     return min(start_to_close, left), left if schedule_to_close is None else min(schedule_to_close, left)
 
 
+async def execute_activity(
+    activity: str,
+    arg: Any,
+    *,
+    result_type: type[T],
+    deadline: datetime | None,
+    start_to_close: timedelta,
+    schedule_to_close: timedelta | None = None,
+    local: bool = False,
+    **options: Any,
+) -> T:
+    """Run `activity` (locally with `local`) with its timeouts `capped` at `deadline`; the other `options` go to
+    `workflow.execute_activity` (or `execute_local_activity`) as they are.
+
+    Raises `DeadlineReached` when no time is left to schedule it, or when it failed because the deadline passed
+    (`budget_over`); any other failure is raised on as the `ActivityError` it is."""
+    start_to_close, schedule_to_close = capped(deadline, start_to_close, schedule_to_close)
+    options.update(start_to_close_timeout=start_to_close, schedule_to_close_timeout=schedule_to_close)
+    try:
+        if local:
+            return await workflow.execute_local_activity(activity, arg, result_type=result_type, **options)
+        return await workflow.execute_activity(activity, arg, result_type=result_type, **options)
+    except ActivityError as err:
+        if budget_over(err, deadline):
+            raise DeadlineReached() from err
+        raise
+
+
+def cuts(deadline: datetime | None, schedule_to_close: timedelta, scheduled_at: datetime) -> bool:
+    """Whether `capped` cut `schedule_to_close` to `deadline` for an activity scheduled at `scheduled_at`: then its
+    retries ran out of time because of the run's budget, not its own policy."""
+    return deadline is not None and deadline - scheduled_at + CAP_GRACE < schedule_to_close
+
+
 CAP_GRACE = timedelta(seconds=5)
 """How long after the run's deadline the server may still hand out an attempt, which then refuses to start."""
 

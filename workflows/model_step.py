@@ -101,16 +101,15 @@ class ModelStep:
         )
         waits = 0
         while True:
-            start_to_close, schedule_to_close = deadlines.capped(
-                request.deadline, policies.MODEL_START_TO_CLOSE, policies.MODEL_SCHEDULE_TO_CLOSE
-            )
+            scheduled_at = workflow.now()
             try:
-                reply = await workflow.execute_activity(
+                reply = await deadlines.execute_activity(
                     names.MODEL_ACTIVITY,
                     request,
                     result_type=AssistantTurn,
-                    start_to_close_timeout=start_to_close,
-                    schedule_to_close_timeout=schedule_to_close,
+                    deadline=request.deadline,
+                    start_to_close=policies.MODEL_START_TO_CLOSE,
+                    schedule_to_close=policies.MODEL_SCHEDULE_TO_CLOSE,
                     heartbeat_timeout=policies.MODEL_HEARTBEAT,
                     retry_policy=policies.MODEL_RETRY,
                     summary=f"model {self._agent.model} · step {state.step}",
@@ -129,8 +128,6 @@ class ModelStep:
                     continue
                 break
             except ActivityError as err:
-                if deadlines.budget_over(err, request.deadline):
-                    raise deadlines.DeadlineReached() from err
                 limited = long_rate_limit(err)
                 refusal = None if limited is None else self._rate_limit_refusal(*limited, budget, waits=waits)
                 if limited is not None and refusal is None:
@@ -149,7 +146,7 @@ class ModelStep:
                     record.usage = spent
                     budget.charge(spent)
                     state.usage = state.usage + spent
-                if refusal is None and self._cut_short_by_the_deadline(err, request.deadline, schedule_to_close):
+                if refusal is None and self._cut_short_by_the_deadline(err, request.deadline, scheduled_at):
                     limit = self._agent.budgets.max_seconds
                     which = "inherited" if limit is None else f"max_seconds={limit:g}"
                     raise ModelFailed(
@@ -194,16 +191,11 @@ class ModelStep:
         return await self.ask(turn, tools_enabled=tools_enabled)
 
     @staticmethod
-    def _cut_short_by_the_deadline(
-        err: ActivityError, deadline: datetime | None, schedule_to_close: timedelta | None
-    ) -> bool:
+    def _cut_short_by_the_deadline(err: ActivityError, deadline: datetime | None, scheduled_at: datetime) -> bool:
         """Whether the call's retries ran out of time because its schedule-to-close timeout was cut to the deadline
         (not the model policy's own `MODEL_SCHEDULE_TO_CLOSE`)."""
-        return (
-            err.retry_state == RetryState.TIMEOUT
-            and deadline is not None
-            and schedule_to_close is not None
-            and schedule_to_close < policies.MODEL_SCHEDULE_TO_CLOSE
+        return err.retry_state == RetryState.TIMEOUT and deadlines.cuts(
+            deadline, policies.MODEL_SCHEDULE_TO_CLOSE, scheduled_at
         )
 
     def _rate_limit_refusal(self, seconds: float, provider: str, budget: Budget, *, waits: int) -> str | None:

@@ -169,20 +169,17 @@ class ToolCalls:
         try:
             if tool.fast and patches.active(patches.FAST_TOOLS_RUN_AS_LOCAL_ACTIVITIES):
                 return await self._run_fast(request, tool)
-            start_to_close, schedule_to_close = deadlines.capped(deadline, timedelta(seconds=tool.timeout_seconds))
-            return await workflow.execute_activity(
+            return await deadlines.execute_activity(
                 names.RUN_TOOL_ACTIVITY,
                 request,
                 result_type=ToolResult,
-                start_to_close_timeout=start_to_close,
-                schedule_to_close_timeout=schedule_to_close,
+                deadline=deadline,
+                start_to_close=timedelta(seconds=tool.timeout_seconds),
                 heartbeat_timeout=timedelta(seconds=tool.heartbeat_timeout_seconds),
                 retry_policy=policies.TOOL_RETRY,
                 summary=f"tool {call.name}",
             )
         except ActivityError as err:
-            if deadlines.budget_over(err, deadline):
-                raise deadlines.DeadlineReached() from err
             return ToolResult.failure(call, message_unless_cancelled(err))
 
     @staticmethod
@@ -190,17 +187,14 @@ class ToolCalls:
         """A fast tool as a local activity: the same activity run by this worker inside the workflow's task, its
         result recorded as one marker instead of a scheduled activity's events and a round trip through the server.
         Short timeouts only, capped at the run's deadline, and no heartbeats: it holds up the workflow's task."""
-        start_to_close, schedule_to_close = deadlines.capped(
-            request.deadline,
-            min(timedelta(seconds=tool.timeout_seconds), policies.FAST_TOOL_TIMEOUT),
-            policies.FAST_TOOL_SCHEDULE_TO_CLOSE,
-        )
-        return await workflow.execute_local_activity(
+        return await deadlines.execute_activity(
             names.RUN_TOOL_ACTIVITY,
             request,
             result_type=ToolResult,
-            start_to_close_timeout=start_to_close,
-            schedule_to_close_timeout=schedule_to_close,
+            deadline=request.deadline,
+            start_to_close=min(timedelta(seconds=tool.timeout_seconds), policies.FAST_TOOL_TIMEOUT),
+            schedule_to_close=policies.FAST_TOOL_SCHEDULE_TO_CLOSE,
+            local=True,
             retry_policy=policies.TOOL_RETRY,
             summary=f"tool {request.call.name}",
         )
