@@ -20,6 +20,9 @@ AGENT_RESULT_ACTIVITY = "agent_result"
 (`stalwart.workflow.get_agent`, after continuing as new)."""
 AGENT_SEND_ACTIVITY = "agent_send"
 """Activity: (session id, message, update id) -> the turn's `AgentResult`; a workflow cannot send an update."""
+RETRIED_CALLS_ACTIVITY = "retried_calls"
+"""Activity: () -> one sentence for each call of the calling run that failed an attempt, naming its last
+failure; the run's error says why its calls kept failing when its wall-clock budget cuts them."""
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 

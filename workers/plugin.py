@@ -28,6 +28,7 @@ from stalwart.activities import redacting, secrets, sent_messages
 from stalwart.activities.a2a.activities import a2a_delegate, a2a_describe
 from stalwart.activities.agent_runs import agent_result, agent_send
 from stalwart.activities.model_activity import ModelActivities
+from stalwart.activities.retried_calls import retried_calls
 from stalwart.activities.storage.config import StorageConfig
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.activities.stream_broker import StreamBroker, StreamBrokerInterceptor
@@ -124,6 +125,7 @@ class StalwartPlugin(SimplePlugin):
                 a2a_delegate,
                 agent_result,
                 agent_send,
+                retried_calls,
             ],
             workflow_runner=self._workflow_runner,
             interceptors=[

@@ -200,8 +200,10 @@ class AgentWorkflow:
                     self._turn_steps(turn),
                     summary=f"budget max_seconds={max_seconds}",
                 )
-            except deadlines.DeadlineReached:
-                self._chain.close_open_steps(deadlines.reached(max_seconds, progress.deadline, state.deadline))
+            except deadlines.DeadlineReached as cut:
+                why = deadlines.reached(max_seconds, progress.deadline, state.deadline)
+                self._chain.close_open_steps(why)
+                self._error = deadlines.cut_short(why, cut.retried) or self._error
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
             state.turn = None

@@ -8,20 +8,29 @@ activities and child workflows with it) and awaited, so nothing runs on after th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
+from stalwart.contracts import names
 from stalwart.contracts.activities import BUDGET_OVER
+from stalwart.workflows import patches
 
 T = TypeVar("T")
 
 
 class DeadlineReached(Exception):
-    """The durable timer fired before the work finished; the work has been cancelled."""
+    """The durable timer fired before the work finished; the work has been cancelled.
+
+    `retried` says, one sentence each, how the calls the timer cut had failed their attempts so far (`before`)."""
+
+    def __init__(self, retried: Sequence[str] = ()) -> None:
+        super().__init__(*retried)
+        self.retried = tuple(retried)
 
 
 def capped(
@@ -91,7 +100,8 @@ def budget_over(err: ActivityError, deadline: datetime | None) -> bool:
 
 
 async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, summary: str) -> T:
-    """Run `work` until `deadline`; raise `DeadlineReached` if the deadline comes first.
+    """Run `work` until `deadline`; raise `DeadlineReached` if the deadline comes first, saying how the calls it
+    cut had failed so far (`retried_calls`).
 
     A cancellation of the caller cancels both the work and the timer.
     """
@@ -113,12 +123,54 @@ async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, sum
     if task.done():
         timer.cancel()
         return task.result()
+    try:
+        retried = await retried_calls()
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
     task.cancel()
     try:
         await task
     except asyncio.CancelledError:
         pass
-    raise DeadlineReached()
+    raise DeadlineReached(retried)
+
+
+RETRIED_CALLS_TIMEOUT = timedelta(seconds=10)
+"""How long the run waits, at its deadline, to learn why the calls it cuts had failed; it ends without it after."""
+
+
+async def retried_calls() -> list[str]:
+    """How each call still running or waiting between retries had failed its attempts, one sentence each; asked
+    just before the deadline's timer cancels them.
+
+    A cancelled activity carries no failure, and one waiting out its backoff is cancelled at once: only the
+    server's description of the run still holds its last attempt's failure, which an activity reads
+    (`activities/retried_calls.py`). An activity, not a local one: a worker that runs only workflows fails the
+    workflow task that schedules a local activity it does not register, which would hang the run. Best effort:
+    when no worker answers in time the run ends as it did, saying only that the budget was reached. Runs recorded
+    before the patch asked nothing."""
+    if not patches.active(patches.BUDGET_NAMES_RETRIED_FAILURES):
+        return []
+    try:
+        return await workflow.execute_activity(
+            names.RETRIED_CALLS_ACTIVITY,
+            result_type=list[str],
+            schedule_to_close_timeout=RETRIED_CALLS_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=1),
+            summary="why the calls the budget cuts were failing",
+        )
+    except ActivityError:
+        return []
+
+
+def cut_short(why: str, retried: Sequence[str]) -> str | None:
+    """The run's error when its budget cut calls that had failed attempts: that the budget ran out (`why`, as
+    `reached` puts it) and how each call had failed; None when none had."""
+    if not retried:
+        return None
+    calls = "a call was" if len(retried) == 1 else "calls were"
+    return f"{why.removeprefix('cancelled: ')} while {calls} being retried: {'; '.join(retried)}"
 
 
 def earliest(*deadlines: datetime | None) -> datetime | None:

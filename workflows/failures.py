@@ -41,9 +41,15 @@ def final_message(err: BaseException) -> str:
     message = innermost_message(err)
     if not isinstance(err, ActivityError):
         return message
-    message = _RETRY_PROMISE.sub(".", message)
+    message = without_retry_promise(message)
     gave_up = _GAVE_UP.get(err.retry_state) if err.retry_state is not None else None
     return f"{message} {gave_up}" if gave_up else message
+
+
+def without_retry_promise(message: str) -> str:
+    """An attempt's failure as it reads once no attempt follows: its "the attempt is retried" or "retrying after
+    ..." dropped."""
+    return _RETRY_PROMISE.sub(".", message)
 
 
 def long_rate_limit(err: ActivityError) -> tuple[float, str] | None:

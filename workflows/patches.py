@@ -42,6 +42,8 @@ STEP_ARCHIVE_AS_LOCAL_ACTIVITY = "step-archive-as-local-activity"
 """The step archive is a local activity, its input without the texts the stored conversation holds (read there)."""
 SEND_RESULT_WITHOUT_METRICS = "send-result-without-metrics"
 """A session's `send` returns its turn's result in shape 3: also without `metrics`, which its steps say."""
+BUDGET_NAMES_RETRIED_FAILURES = "budget-names-retried-failures"
+"""A turn cut by its wall-clock timer asks (an activity) how the calls it cuts had failed, and its error says."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -58,6 +60,7 @@ ALL = (
     SESSION_ANSWERS_STORED_BY_THEIR_CALL,
     STEP_ARCHIVE_AS_LOCAL_ACTIVITY,
     SEND_RESULT_WITHOUT_METRICS,
+    BUDGET_NAMES_RETRIED_FAILURES,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

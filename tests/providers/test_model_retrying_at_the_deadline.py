@@ -1,0 +1,38 @@
+"""A provider failing every attempt while the run's wall-clock timer fires between two of them (issue 43, item 6):
+the timer cancels the call as it waits out its backoff, and a cancelled activity carries no failure, so the run
+ended `max_seconds` saying only that the budget ran out. Its error names the last attempt's failure now, read from
+the server's description of the run just before the call is cancelled.
+
+With `max_seconds=6`, attempts start at about 0, 1 and 3 s (`MODEL_RETRY`'s backoff) and the fourth is due at about
+7 s: within the 5 s the activity's timeouts run past the deadline (`deadlines.CAP_GRACE`), so the server has not
+given up on the call when the timer fires at 6 s, however long an attempt takes on a busy machine (up to a second).
+A longer budget can let the server give up first, between two attempts further apart than that grace: then the
+call fails for good before the deadline (test_model_failing_until_the_deadline.py)."""
+
+from __future__ import annotations
+
+import pytest
+from flavors import FLAVORS, Flavor, agent_for, run_agent
+
+from stalwart.contracts.agent import Budgets
+
+from wire_server.script import Fail
+
+
+@pytest.mark.parametrize("flavor", [FLAVORS[0]], indirect=True, ids=[FLAVORS[0].id])
+@pytest.mark.parametrize(
+    "failure",
+    [Fail(500, "server_error", "the model is down"), Fail(429, "rate_limit_exceeded", "slow down, please")],
+    ids=["500", "429"],
+)
+async def test_a_model_call_cut_by_the_deadline_between_retries_names_its_last_failure(
+    own_time_skipping_env, task_queue, wire, flavor: Flavor, failure: Fail
+):
+    script = wire.script(*[failure] * 30)
+    budgets = Budgets(max_seconds=6)
+    result = await run_agent(own_time_skipping_env, task_queue, agent_for(flavor, script, tools=[], budgets=budgets))
+    assert result.stop_reason == "max_seconds", result.error
+    assert result.error is not None
+    assert "wall-clock budget of 6s reached while a call was being retried" in result.error
+    assert f"the model call failed {len(script.requests)} attempts, the last with ModelUnavailableError" in result.error
+    assert failure.message in result.error
