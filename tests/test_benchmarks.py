@@ -27,12 +27,12 @@ RATIO_LINE = re.compile(r"^ratio: (\S+)", re.MULTILINE)
 SMALLEST_RUNS = {
     "step_cost": ["--turns", "2", "--repeat", "1"],
     "history_growth": ["--turns", "2", "4"],
-    "model_turn": ["--turns", "5"],
-    "session_growth": ["--turns", "2", "4", "--idle", "3", "--low-events", "100"],
-    "concurrency": ["--runs", "10", "--latency", "0.05"],
-    "first_token": ["--samples", "2", "--pause", "0.01", "--poll", "0.02"],
+    "model_turn": ["--turns", "1"],
+    "session_growth": ["--turns", "1", "2", "--idle", "2", "--low-events", "100"],
+    "concurrency": ["--runs", "1", "--latency", "0"],
+    "first_token": ["--samples", "1", "--pause", "0.01", "--poll", "0.02"],
     "cli_start": ["--repeat", "1"],
-    "server_cost": ["--runs", "5", "--latency", "0.05", "--settle", "0"],
+    "server_cost": ["--runs", "1", "--latency", "0", "--settle", "0"],
     "peers": ["--calls", "2", "--rounds", "1", "--growth", "3"],
 }
 PEERS_INSTALLED = all(importlib.util.find_spec(name) for name in ("temporalio.openai_agents", "pydantic_ai"))
