@@ -323,6 +323,54 @@ def test_the_build_context_leaves_out_the_virtualenv_but_keeps_everything_the_do
     assert ".venv" in patterns and ".git" in patterns  # gigabytes the engine would otherwise be sent on each build
 
 
+def _see_the_installed_requirements(venv: Path, folder: Path, extras: set[str]) -> None:
+    """Let `venv` see the distributions of this environment that pyproject.toml's requirements (with `extras`) need,
+    and nothing else: each file of each, linked into `folder`, which a .pth file puts on the venv's path.
+
+    pip then finds them installed and builds and installs only the package, instead of downloading some 70 wheels
+    again (a minute, and the network). A requirement missing here, or installed here at a version it does not
+    accept, is still downloaded; and the image's environment lacking a package that only the tests install still
+    fails the imports below, since only what the requirements name is linked.
+    """
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *(r for extra in extras for r in project["optional-dependencies"][extra])]
+    needed: dict[str, metadata.Distribution] = {}
+    visited: set[tuple[str, str]] = set()
+    todo = [(Requirement(text), "") for text in wanted]
+    while todo:
+        requirement, extra = todo.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        try:
+            needed[name] = needed.get(name) or metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # not installed here: pip downloads it
+        for wanted_extra in ("", *requirement.extras):
+            if (name, wanted_extra) not in visited:
+                visited.add((name, wanted_extra))
+                todo += [(Requirement(text), wanted_extra) for text in needed[name].requires or []]
+    made: set[str] = set()
+    for distribution in needed.values():
+        home = str(distribution.locate_file(""))
+        for file in distribution.files or []:
+            if ".." in file.parts:  # console scripts, outside site-packages: the image needs none of them
+                continue
+            directory = os.path.join(folder, os.path.dirname(file))
+            if directory not in made:  # os rather than pathlib: some 18,000 files
+                os.makedirs(directory, exist_ok=True)
+                made.add(directory)
+            os.symlink(os.path.join(home, file), os.path.join(folder, file))
+    [site_packages] = venv.glob("lib/python*/site-packages")
+    (site_packages / "installed-requirements.pth").write_text(f"{folder}\n")
+
+
 @pytest.mark.slow
 def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands(tmp_path: Path):
     """COPY the same files to a fresh /app and run the Dockerfile's pip command there, in a new venv; then the
@@ -343,6 +391,7 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
             shutil.copy(REPO / source, target / Path(source).name if destination.endswith("/") else target)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _see_the_installed_requirements(venv, tmp_path / "requirements", extras={"s3"})
     env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
     [install] = [run for run in runs if run.startswith("pip install")]
     built = subprocess.run(install, shell=True, cwd=app, env=env, capture_output=True, text=True)
