@@ -127,8 +127,21 @@ class InFlight(Generic[T]):
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         writing = asyncio.ensure_future(coroutine)
-        self._writing.add(writing)
-        writing.add_done_callback(self._writing.discard)
+        self._writing.add(writing)  # referenced until it ends: the loop keeps only a weak reference to a task
+        writing.add_done_callback(self._written)
+
+    def _written(self, writing: asyncio.Task[None]) -> None:
+        """Forget a finished outcome write; an error it did not expect is logged, not left for the garbage
+        collector's "exception was never retrieved"."""
+        self._writing.discard(writing)
+        if not writing.cancelled() and (err := writing.exception()) is not None:
+            _log.warning(
+                "recording the outcome of a call failed (%s: %s): another worker taking its next attempt would run "
+                "it again",
+                type(err).__name__,
+                err,
+                exc_info=err,
+            )
 
     async def _recorded_elsewhere(self, call: CallKey, what: str) -> CallRecord | None:
         """The outcome another worker recorded for this call, waited for while its lease is renewed; None: this

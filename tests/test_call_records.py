@@ -110,3 +110,15 @@ async def test_a_fresh_lease_is_waited_on_until_its_result_is_recorded():
     finishing = asyncio.create_task(finish_elsewhere())
     assert await environment.run(in_flight.run, "key", _not_run, what="a call") == RESULT
     await finishing
+
+
+async def test_an_outcome_write_failing_unexpectedly_is_logged(caplog):
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, MemoryBlobs))
+
+    async def failing_write() -> None:
+        raise RuntimeError("storage driver bug")
+
+    in_flight._spawn(failing_write())
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert "recording the outcome of a call failed (RuntimeError: storage driver bug)" in caplog.text
