@@ -130,8 +130,8 @@ class ModelActivities:
             if request.sent:  # messages that came by `send` come by reference too: their update is in history
                 new = await self._sent.filled(
                     activity.client(),
-                    info.workflow_namespace,
-                    info.workflow_id,
+                    info.workflow_namespace or "",
+                    info.workflow_id or "",
                     info.workflow_run_id or "",
                     new,
                     request.sent,

@@ -18,7 +18,7 @@ rebuilds a call's input from a history it already holds (`texts_in`).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from temporalio import workflow
@@ -127,7 +127,7 @@ class _KeepAccepted(WorkflowInboundInterceptor):
         return await super().handle_update_handler(input)
 
 
-def _text_of(args: list[Any]) -> str | None:
+def _text_of(args: Sequence[Any]) -> str | None:
     """The text a dynamic handler's arguments (the update's name, then its raw values) carry, if one string."""
     if len(args) != 2 or not isinstance(args[1], (list, tuple)) or len(args[1]) != 1:
         return None
