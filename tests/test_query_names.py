@@ -4,15 +4,18 @@ query: the run's handlers are dynamic, which the SDK lists as one unnamed entry 
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio import workflow
+from temporalio.api.sdk.v1 import WorkflowInteractionDefinition, WorkflowMetadata
 
 from stalwart.contracts.agent import AgentSpec, ScriptedReply
 from stalwart.workers.worker import build_worker
-from stalwart.workflows import arguments
+from stalwart.workflows import arguments, interactions
 
 TEMPORAL = Path(sys.prefix) / "bin" / "temporal"
 
@@ -62,3 +65,14 @@ async def test_the_temporal_cli_still_queries_state_by_name(stalwart_client, dev
         )
     assert done.returncode == 0, done.stderr
     assert '"agent": "named"' in done.stdout, done.stdout
+
+
+def test_metadata_of_a_shape_this_version_does_not_know_is_answered_as_the_sdk_gave_it(monkeypatch, caplog):
+    unknown: Any = WorkflowInteractionDefinition(name="a later SDK's answer")  # no `definition` to rename in
+    handlers: dict[str, Any] = {interactions.METADATA_QUERY: lambda: unknown}
+    monkeypatch.setattr(workflow, "get_query_handler", handlers.get)
+    monkeypatch.setattr(workflow, "set_query_handler", handlers.__setitem__)
+    monkeypatch.setattr(workflow, "logger", logging.getLogger("workflow"))
+    interactions.name_the_routes()
+    assert handlers[interactions.METADATA_QUERY]() is unknown
+    assert "answered in a shape this version does not know" in caplog.text

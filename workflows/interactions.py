@@ -39,14 +39,30 @@ UPDATES: Mapping[str, str] = {
 
 
 def name_the_routes() -> None:
-    """Make the metadata query list the dynamic handlers' routes by name; called once, in the run's `__init__`."""
+    """Make the metadata query list the dynamic handlers' routes by name; called once, in the run's `__init__`.
+
+    The SDK's answer is built by its internals: one of another shape (a later SDK's) is answered as it is, the
+    dynamic handlers unnamed, and logged, rather than failing the query the UI and `temporal workflow metadata` ask.
+    """
     listed_by_the_sdk = workflow.get_query_handler(METADATA_QUERY)
     if listed_by_the_sdk is None:  # an SDK without the metadata query: nothing to name
         return
     sdk_metadata: Callable[[], WorkflowMetadata] = listed_by_the_sdk
 
     def metadata() -> WorkflowMetadata:
-        return named(sdk_metadata())
+        listed = sdk_metadata()
+        try:
+            return named(listed)
+        except Exception as err:
+            workflow.logger.warning(
+                "the SDK's %s answered in a shape this version does not know (%s: %s): it is answered as it is, "
+                "with the run's dynamic handlers unnamed (the run itself is unaffected; only the UI's list lacks their "
+                "names): report it to stalwart with this temporalio version",
+                METADATA_QUERY,
+                type(err).__name__,
+                err,
+            )
+            return listed
 
     workflow.set_query_handler(METADATA_QUERY, metadata)
 
