@@ -59,6 +59,8 @@ TOOL_TURNS = 2
 STEPS_PER_RUN = TOOL_TURNS + 1
 OUR_QUEUE = "bench-concurrency-ours"
 BARE_QUEUE = "bench-concurrency-bare"
+WARM_UP_RUNS = 20
+"""Runs of each side before the measured phases, or as many as a phase has when it has fewer."""
 
 
 class SlowScriptedModel:
@@ -202,9 +204,10 @@ async def main(runs: int, latency: float) -> None:
         start_bare = starting(baselines.BareLatencyStepsWorkflow.run, "bare")
         start_typed = starting(baselines.TypedStepsWorkflow.run, "typed")
 
-        await run_phase("warm-up", 20, start_ours, pid)
-        await run_phase("warm-up", 20, start_bare, pid)
-        await run_phase("warm-up", 20, start_typed, pid)
+        warm_up = min(WARM_UP_RUNS, runs)  # a smoke run of 1 is not held up by 60 warm-up runs
+        await run_phase("warm-up", warm_up, start_ours, pid)
+        await run_phase("warm-up", warm_up, start_bare, pid)
+        await run_phase("warm-up", warm_up, start_typed, pid)
         first_bare = await run_phase("bare", runs, start_bare, pid)
         first_typed = await run_phase("typed", runs, start_typed, pid)
         first_ours = await run_phase("ours", runs, start_ours, pid)
