@@ -256,7 +256,7 @@ class Lease:
                     warned = True
                     _log.warning(
                         "could not write the lease of a running call to storage (%s: %s): another worker taking "
-                        "its next attempt would run it again",
+                        "its next attempt would run it again; check that STALWART_STORAGE is reachable and writable",
                         type(err).__name__,
                         err,
                     )
@@ -279,7 +279,7 @@ class Lease:
         except Exception as err:
             _log.warning(
                 "could not write the outcome of a call to storage (%s: %s): another worker taking its next attempt "
-                "would run it again",
+                "would run it again; check that STALWART_STORAGE is reachable and writable",
                 type(err).__name__,
                 err,
             )

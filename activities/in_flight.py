@@ -137,7 +137,7 @@ class InFlight(Generic[T]):
         if not writing.cancelled() and (err := writing.exception()) is not None:
             _log.warning(
                 "recording the outcome of a call failed (%s: %s): another worker taking its next attempt would run "
-                "it again",
+                "it again; check that STALWART_STORAGE is reachable and writable",
                 type(err).__name__,
                 err,
                 exc_info=err,
@@ -152,7 +152,12 @@ class InFlight(Generic[T]):
             record = await self._records.read(call)
         except Exception as err:
             activity.logger.warning(
-                "could not read the record of %s (%s: %s); attempt %d runs it", what, type(err).__name__, err, attempt
+                "could not read the record of %s (%s: %s); attempt %d runs it, though another worker may be running "
+                "it: check that STALWART_STORAGE is reachable and readable",
+                what,
+                type(err).__name__,
+                err,
+                attempt,
             )
             return None
         if record is None or record.holder == self._records.holder and record.state == "running":
