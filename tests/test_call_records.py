@@ -14,6 +14,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from stalwart.activities import call_records
 from stalwart.activities.call_records import CallKey, CallRecord, CallRecords
 from stalwart.activities.in_flight import InFlight
 from stalwart.activities.transcripts import MemoryBlobs
@@ -122,3 +123,35 @@ async def test_an_outcome_write_failing_unexpectedly_is_logged(caplog):
     for _ in range(3):
         await asyncio.sleep(0)
     assert "recording the outcome of a call failed (RuntimeError: storage driver bug)" in caplog.text
+
+
+class _BrokenStorage:
+    """Storage that answers every read and write with an error, as an unreachable bucket does."""
+
+    async def put(self, key: str, data: bytes) -> None:
+        raise OSError("the bucket is unreachable")
+
+    async def get(self, key: str) -> bytes | None:
+        raise OSError("the bucket is unreachable")
+
+
+async def test_a_later_attempt_that_cannot_read_storage_runs_the_call(caplog):
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, _BrokenStorage))
+
+    async def run_again() -> ToolResult:
+        return RESULT
+
+    assert await _attempt(2).run(in_flight.run, "key", run_again, what="a call") == RESULT
+    assert "could not read the record of a call (OSError: the bucket is unreachable)" in caplog.text
+
+
+async def test_a_long_call_that_cannot_write_its_lease_still_returns_its_result(monkeypatch, caplog):
+    monkeypatch.setattr(call_records, "LEASE_RENEW_SECONDS", 0.01)
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, _BrokenStorage))
+
+    async def long() -> ToolResult:
+        await asyncio.sleep(0.1)
+        return RESULT
+
+    assert await _attempt(1).run(in_flight.run, "key", long, what="a call") == RESULT
+    assert "could not write the lease of a running call to storage (OSError: the bucket is unreachable)" in caplog.text
