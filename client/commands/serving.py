@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 async def worker(args: argparse.Namespace) -> int:
+    _check_tracing_setting()
 
     from stalwart.client.connection import connect
     from stalwart.workers.search_attributes import ensure_search_attributes
@@ -79,6 +80,15 @@ async def worker(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_tracing_setting() -> None:
+    """Refuse an OTLP endpoint traces cannot go to before importing the worker (seconds on a loaded machine) or
+    starting a dev server: the same one line the worker's tracing would say once it had done both."""
+    from stalwart.contracts.tracing import check_otlp_endpoint, tracing_wanted
+
+    if tracing_wanted():
+        check_otlp_endpoint()
+
+
 def _deployment_options(args: argparse.Namespace) -> dict[str, Any]:
     """`build_worker`'s `deployment_config` from --deployment-name/--build-id, or nothing for an unversioned worker.
 
@@ -112,6 +122,7 @@ def _deployment_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def dev(args: argparse.Namespace) -> int:
+    _check_tracing_setting()
 
     from stalwart.workers.shutdown import Shutdown
 
