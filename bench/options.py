@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 
 def count(text: str) -> int:
     """A whole number of 1 or more: runs, samples, turns, bytes."""
+    return _count(text, 1)
+
+
+def count_from(least: int) -> Callable[[str], int]:
+    """A whole number of `least` or more, for a size whose first `least - 1` are not measured (a warm-up)."""
+    return lambda text: _count(text, least)
+
+
+def _count(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give 1 or more") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} measures nothing: give 1 or more")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give {least} or more") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} measures nothing: give {least} or more")
     return value
 
 

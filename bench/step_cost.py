@@ -54,7 +54,7 @@ from bench.baselines import (
     UnsandboxedBareStepsWorkflow,
 )
 from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
-from bench.options import count
+from bench.options import count, count_from
 from stalwart.client.api import StalwartClient
 from stalwart.client.chain import chain_histories
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
@@ -354,7 +354,12 @@ async def main(turns: int, repeat: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=count, default=20, help="tool-calling turns per run (default 20)")
+    parser.add_argument(
+        "--turns",
+        type=count_from(2),  # a session's first turn is not timed: one turn leaves its sessions nothing to measure
+        default=20,
+        help="tool-calling turns per run and per session (default 20; 2 or more)",
+    )
     parser.add_argument("--repeat", type=count, default=5, help="measured runs of each workflow (default 5)")
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.repeat))

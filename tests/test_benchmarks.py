@@ -62,6 +62,7 @@ def test_every_number_a_benchmark_takes_is_checked_before_it_runs():
     ("benchmark", "arguments", "refusal"),
     [
         ("step_cost", ["--repeat", "0"], "argument --repeat: 0 measures nothing: give 1 or more"),
+        ("step_cost", ["--turns", "1"], "argument --turns: 1 measures nothing: give 2 or more"),
         ("history_growth", ["--turns", "5", "2.5"], "argument --turns: '2.5' is not a whole number: give 1 or more"),
         ("first_token", ["--pause", "-1"], "argument --pause: -1 is not a duration: give 0 or more seconds"),
         ("concurrency", ["--latency", "nan"], "argument --latency: nan is not a duration: give 0 or more seconds"),
