@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from temporalio import activity
 from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 
 from stalwart.contracts import names
@@ -38,10 +39,19 @@ async def retried_calls() -> list[str]:
     found = []
     for pending in description.raw_description.pending_activities:
         if pending.HasField("last_failure"):
-            failure = await client.data_converter.decode_failure(pending.last_failure)
-            # Its attempts end here: a "retrying ..." in the last one's message is no longer true.
-            found.append(_sentence(pending, without_retry_promise(_as_raised(failure))))
+            found.append(_sentence(pending, await _last_failure(client.data_converter, pending)))
     return found
+
+
+async def _last_failure(converter: DataConverter, pending: PendingActivityInfo) -> str:
+    """The last attempt's failure, decoded; one this worker cannot decode (sealed with a key it lacks) is said so,
+    and the other calls are still named."""
+    try:
+        failure = await converter.decode_failure(pending.last_failure)
+    except Exception as err:
+        return f"a failure this worker cannot decode ({type(err).__name__}: {err})"
+    # Its attempts end here: a "retrying ..." in the last one's message is no longer true.
+    return without_retry_promise(_as_raised(failure))
 
 
 def _as_raised(failure: BaseException) -> str:

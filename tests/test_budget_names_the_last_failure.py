@@ -10,9 +10,24 @@ given up on the call when the timer fires at 6 s, however long an attempt takes 
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+from typing import Any, cast
+
+from temporalio.api.common.v1 import ActivityType
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from stalwart.activities.retried_calls import retried_calls
 from stalwart.activities.tools.registry import RetryableToolError, tool
 from stalwart.client.api import StalwartClient
+from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.errors import EncryptionKeyError
 from stalwart.workers.worker import build_worker, default_registry
 
 attempts: list[str] = []
@@ -53,3 +68,38 @@ async def test_a_tool_call_cut_by_the_deadline_between_retries_names_its_last_fa
         f"{len(attempts)} attempts, the last with RetryableToolError: always_locked: db is locked by another job"
     )
     assert result.steps[-1].error == "cancelled: wall-clock budget of 6s reached"
+
+
+class _Described:
+    """A client whose run has two calls retrying: the model call's last failure sealed with a key this worker
+    lacks, the tool call's readable."""
+
+    def __init__(self) -> None:
+        self.data_converter = self
+
+    def get_workflow_handle(self, workflow_id: str, run_id: str | None = None) -> _Described:
+        return self
+
+    async def describe(self) -> Any:
+        sealed = PendingActivityInfo(
+            activity_type=ActivityType(name=names.MODEL_ACTIVITY), attempt=3, last_failure=Failure(message="sealed")
+        )
+        readable = PendingActivityInfo(
+            activity_type=ActivityType(name=names.RUN_TOOL_ACTIVITY), attempt=2, last_failure=Failure(message="busy")
+        )
+        return SimpleNamespace(raw_description=DescribeWorkflowExecutionResponse(pending_activities=[sealed, readable]))
+
+    async def decode_failure(self, failure: Failure) -> BaseException:
+        if failure.message == "sealed":
+            raise EncryptionKeyError("this data was encrypted with key 'k2', which is not among the configured keys")
+        return ApplicationError("db is busy", type="RetryableToolError")
+
+
+async def test_a_last_failure_the_worker_cannot_decode_is_said_so_and_the_other_calls_still_named():
+    environment = ActivityEnvironment(client=cast(Client, _Described()))
+    environment.info = dataclasses.replace(environment.info, workflow_id="wf", workflow_run_id="run")
+    assert await environment.run(retried_calls) == [
+        "the model call failed 2 attempts, the last with a failure this worker cannot decode (EncryptionKeyError: "
+        "this data was encrypted with key 'k2', which is not among the configured keys)",
+        "a tool call failed its only attempt, the last with RetryableToolError: db is busy",
+    ]
