@@ -2,7 +2,10 @@
 
 The wall-clock budget is an absolute deadline, so it survives continue-as-new unchanged:
 the next run sleeps only what is left. When the timer wins, the work is cancelled (its
-activities and child workflows with it) and awaited, so nothing runs on after the budget.
+activities and child workflows with it) and awaited, so nothing runs on after the budget. Just
+before it cancels, the run asks the server why the calls it cuts were failing (`retried_calls`, an
+activity, best effort), since a cancelled call carries no failure; the work runs on while it asks,
+and what it finishes meanwhile is cut all the same.
 """
 
 from __future__ import annotations
