@@ -10,10 +10,13 @@ given up on the call when the timer fires at 6 s, however long an attempt takes 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
+from temporalio import activity, workflow
 from temporalio.api.common.v1 import ActivityType
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.workflow.v1 import PendingActivityInfo
@@ -21,6 +24,7 @@ from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
+from temporalio.worker import Worker
 
 from stalwart.activities.retried_calls import retried_calls
 from stalwart.activities.tools.registry import RetryableToolError, tool
@@ -29,6 +33,7 @@ from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.errors import EncryptionKeyError
 from stalwart.workers.worker import build_worker, default_registry
+from stalwart.workflows import deadlines
 
 attempts: list[str] = []
 
@@ -103,3 +108,37 @@ async def test_a_last_failure_the_worker_cannot_decode_is_said_so_and_the_other_
         "this data was encrypted with key 'k2', which is not among the configured keys)",
         "a tool call failed its only attempt, the last with RetryableToolError: db is busy",
     ]
+
+
+@activity.defn(name=names.RETRIED_CALLS_ACTIVITY)
+async def _slow_retried_calls() -> list[str]:
+    await asyncio.sleep(3)  # the cut work meets the deadline itself meanwhile
+    return ["the model call failed 2 attempts, the last with ModelUnavailableError: down"]
+
+
+@workflow.defn(name="CutWhileAsking", sandboxed=False)
+class _CutWhileAsking:
+    """Work that meets the deadline by itself (a retry's attempt refusing to start past it) while the run asks
+    why its calls were failing."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        deadline = workflow.now() + timedelta(seconds=1)
+
+        async def work() -> None:
+            await workflow.sleep(1.2)
+            raise deadlines.DeadlineReached()
+
+        try:
+            await deadlines.before(deadline, work(), summary="budget")
+        except deadlines.DeadlineReached as cut:
+            return list(cut.retried)
+        return []
+
+
+async def test_work_meeting_the_deadline_while_the_run_asks_why_still_names_the_calls_that_failed(dev_env, task_queue):
+    async with Worker(
+        dev_env.client, task_queue=task_queue, workflows=[_CutWhileAsking], activities=[_slow_retried_calls]
+    ):
+        retried = await dev_env.client.execute_workflow(_CutWhileAsking.run, id=task_queue, task_queue=task_queue)
+    assert retried == ["the model call failed 2 attempts, the last with ModelUnavailableError: down"]
