@@ -39,21 +39,15 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from temporalio.worker import Worker
-
-from bench import baselines
-from bench.harness import scratch_storage
 from bench.options import count, seconds
-from stalwart.activities import providers
-from stalwart.activities.providers.scripted import ScriptedProvider
-from stalwart.client.api import StalwartClient
-from stalwart.contracts.activities import ModelContext
-from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.messages import AssistantTurn
-from stalwart.workers.dev_server import DevServer
-from stalwart.workers.worker import WORKER_DEFAULTS, build_worker
+
+if TYPE_CHECKING:  # the rest loads where it is used, after the arguments are parsed: a usage error is said at once
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts.activities import ModelContext
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import AssistantTurn
 
 TOOL_TURNS = 2
 STEPS_PER_RUN = TOOL_TURNS + 1
@@ -67,6 +61,8 @@ class SlowScriptedModel:
     """The scripted model, answering after `latency` seconds like a remote provider would."""
 
     def __init__(self, latency: float) -> None:
+        from stalwart.activities.providers.scripted import ScriptedProvider
+
         self._latency = latency
         self._scripted = ScriptedProvider()
 
@@ -76,6 +72,8 @@ class SlowScriptedModel:
 
 
 def echo_agent() -> AgentSpec:
+    from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
     replies = [
         ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})])
         for n in range(TOOL_TURNS)
@@ -165,6 +163,15 @@ async def ours_and_bare(latency: float) -> AsyncIterator[tuple[StalwartClient, i
     """A fresh dev server with our worker and the baselines' one polling it, with the same options
     (`build_worker`'s defaults), the scripted model answering after `latency` seconds and a scratch storage;
     yields a client and the server's pid, whose CPU the phases count."""
+    from temporalio.worker import Worker
+
+    from bench import baselines
+    from bench.harness import scratch_storage
+    from stalwart.activities import providers
+    from stalwart.client.api import StalwartClient
+    from stalwart.workers.dev_server import DevServer
+    from stalwart.workers.worker import WORKER_DEFAULTS, build_worker
+
     providers.PROVIDERS["scripted"] = lambda agent, clients: SlowScriptedModel(latency)
     with scratch_storage(unless_configured=True):
         async with DevServer(port=None, ui_port=None) as server:
@@ -183,6 +190,9 @@ async def ours_and_bare(latency: float) -> AsyncIterator[tuple[StalwartClient, i
 
 
 async def main(runs: int, latency: float) -> None:
+    from bench import baselines
+    from stalwart.workers.worker import WORKER_DEFAULTS
+
     agent = echo_agent()
     async with ours_and_bare(latency) as (stalwart, pid):
         client = stalwart.temporal

@@ -40,18 +40,14 @@ import asyncio
 import os
 import statistics
 import time
+from typing import TYPE_CHECKING
 
-import openai
-
-from bench.harness import scratch_storage
 from bench.options import count, seconds
-from stalwart.client.api import StalwartClient
-from stalwart.client.stream import AnswerDelta
-from stalwart.contracts.agent import AgentSpec
-from stalwart.workers.dev_server import DevServer
-from stalwart.workers.worker import build_worker
-from tests.wire_server.script import Reply, Stall
-from tests.wire_server.server import Script, WireServer
+
+if TYPE_CHECKING:  # the rest loads where it is used, after the arguments are parsed: a usage error is said at once
+    from stalwart.client.api import StalwartClient
+    from tests.wire_server.script import Stall
+    from tests.wire_server.server import Script, WireServer
 
 ANSWER = " ".join(f"word{n}" for n in range(40))
 KEY = "sk-bench-first-token-0123456789"
@@ -78,10 +74,14 @@ def thinking_times(samples: int, poll: float) -> list[float]:
 
 
 def _reply(pause: float, thinking: float) -> Stall:
+    from tests.wire_server.script import Reply, Stall
+
     return Stall(seconds=thinking, then=Reply(text=ANSWER, pause=pause))
 
 
 async def bare_latency(wire: WireServer, pause: float, thinking: float) -> float:
+    import openai
+
     script = wire.script(_reply(pause, thinking))
     client = openai.AsyncOpenAI(api_key=KEY, base_url=script.openai_base_url, max_retries=0)
     try:
@@ -101,6 +101,9 @@ async def bare_latency(wire: WireServer, pause: float, thinking: float) -> float
 async def our_latency(
     stalwart: StalwartClient, wire: WireServer, pause: float, poll: float, thinking: float, *, push: bool = True
 ) -> float:
+    from stalwart.client.stream import AnswerDelta
+    from stalwart.contracts.agent import AgentSpec
+
     script = wire.script(_reply(pause, thinking))
     agent = AgentSpec(
         name="bench-first-token", model="openai:gpt-4.1-mini", base_url=script.openai_base_url, api_key_env=KEY_ENV
@@ -123,6 +126,12 @@ def _summary(name: str, seconds: list[float]) -> str:
 
 
 async def main(samples: int, pause: float, poll: float) -> None:
+    from bench.harness import scratch_storage
+    from stalwart.client.api import StalwartClient
+    from stalwart.workers.dev_server import DevServer
+    from stalwart.workers.worker import build_worker
+    from tests.wire_server.server import WireServer
+
     os.environ[KEY_ENV] = KEY
     wire = WireServer()
     await wire.start()

@@ -30,15 +30,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
-from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
-from bench.harness import Run, bench_server, run_bare, run_ours, scratch_storage, storage_bytes
 from bench.options import count
-from stalwart.activities import providers
-from stalwart.contracts.activities import ModelContext
-from stalwart.contracts.agent import AgentSpec, Budgets
-from stalwart.contracts.messages import AssistantTurn, Message, ToolCall
-from stalwart.contracts.run import AgentResult
+
+if TYPE_CHECKING:  # the rest loads where it is used, after the arguments are parsed: a usage error is said at once
+    from bench.harness import Run
+    from stalwart.contracts.activities import ModelContext
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import AssistantTurn
+    from stalwart.contracts.run import AgentResult
 
 GOAL = "Fetch the pages one by one, then summarise."
 SUGGEST_CONTINUE_AS_NEW = {"history_bytes": 4 * 1024 * 1024, "events": 4096}
@@ -58,6 +59,8 @@ class BlobCalls:
         self._result_bytes = result_bytes
 
     async def complete(self, context: ModelContext) -> AssistantTurn:
+        from stalwart.contracts.messages import AssistantTurn, ToolCall
+
         if context.step > self._turns:
             return AssistantTurn(text=f"done after {self._turns} tool calls", model="scripted")
         call = ToolCall(
@@ -67,6 +70,8 @@ class BlobCalls:
 
 
 def blob_agent(turns: int) -> AgentSpec:
+    from stalwart.contracts.agent import AgentSpec, Budgets
+
     return AgentSpec(
         name="bench-growth",
         tools=["blob"],
@@ -109,6 +114,11 @@ def turns_until(runs: dict[int, Run], limits: dict[str, int]) -> str:
 
 
 async def main(turn_counts: list[int], result_bytes: int) -> None:
+    from bench.baselines import CarriedConversationWorkflow, CarriedModelRequest
+    from bench.harness import bench_server, run_bare, run_ours, scratch_storage, storage_bytes
+    from stalwart.activities import providers
+    from stalwart.contracts.messages import Message
+
     ours: dict[int, Run] = {}
     stored: dict[int, int] = {}
     carried: dict[int, Run] = {}

@@ -40,28 +40,21 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from temporalio.api.history.v1 import HistoryEvent
-
-from bench.baselines import (
-    MODEL_NOOP,
-    QUERYING_NOOP,
-    BareLocalToolStepsWorkflow,
-    BareSessionWorkflow,
-    BareStepsWorkflow,
-    TypedStepsWorkflow,
-    UnsandboxedBareStepsWorkflow,
-)
-from bench.harness import BARE_QUEUE, Run, bench_server, run_bare, run_ours
 from bench.options import count, count_from
-from stalwart.client.api import StalwartClient
-from stalwart.client.chain import chain_histories
-from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
-from stalwart.contracts.names import MODEL_ACTIVITY
+
+if TYPE_CHECKING:  # the rest loads where it is used, after the arguments are parsed: a usage error is said at once
+    from temporalio.api.history.v1 import HistoryEvent
+
+    from bench.harness import Run
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts.agent import AgentSpec
 
 
 def echo_agent(turns: int) -> AgentSpec:
+    from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
     # Distinct arguments each turn: identical calls would be answered by the thrash guard without an activity.
     replies = [
         ScriptedReply(tool_calls=[ScriptedToolCall(name="echo", arguments={"text": f"ping {n}"})]) for n in range(turns)
@@ -77,6 +70,8 @@ def echo_agent(turns: int) -> AgentSpec:
 def calculator_agent(turns: int) -> AgentSpec:
     """`echo_agent` with the built-in `calculator`, a fast tool, in place of `echo`: each step's tool call is a
     local activity, not a round trip through the server."""
+    from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
     replies = [
         ScriptedReply(tool_calls=[ScriptedToolCall(name="calculator", arguments={"expression": f"{n} + 1"})])
         for n in range(turns)
@@ -91,6 +86,8 @@ def calculator_agent(turns: int) -> AgentSpec:
 
 def session_agent(turns: int, calls: int = 1) -> AgentSpec:
     """A session whose every turn is `calls` tool-calling steps (`echo`), then the answer."""
+    from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
+
     replies: list[ScriptedReply] = []
     for n in range(turns):
         for c in range(calls):
@@ -126,6 +123,9 @@ async def our_session(stalwart: StalwartClient, agent: AgentSpec, turns: int) ->
 
 
 async def bare_session(stalwart: StalwartClient, turns: int, calls: int = 1) -> list[float]:
+    from bench.baselines import BareSessionWorkflow
+    from bench.harness import BARE_QUEUE
+
     session = await stalwart.temporal.start_workflow(
         BareSessionWorkflow.run, calls, id=f"bare-session-{uuid.uuid4().hex[:12]}", task_queue=BARE_QUEUE
     )
@@ -135,8 +135,12 @@ async def bare_session(stalwart: StalwartClient, turns: int, calls: int = 1) -> 
     return seconds
 
 
-MODEL_CALLS = {MODEL_ACTIVITY, MODEL_NOOP, QUERYING_NOOP}
-"""The activity types that stand for a model call, ours and the bare workflows'."""
+def model_calls() -> set[str]:
+    """The activity types that stand for a model call, ours and the bare workflows'."""
+    from bench.baselines import MODEL_NOOP, QUERYING_NOOP
+    from stalwart.contracts.names import MODEL_ACTIVITY
+
+    return {MODEL_ACTIVITY, MODEL_NOOP, QUERYING_NOOP}
 
 
 @dataclass
@@ -161,6 +165,7 @@ def tool_call_times(events: Iterable[HistoryEvent]) -> list[ToolCallTime]:
     The server records each event's time in nanoseconds, so a span of a few milliseconds is read to the microsecond,
     free of the client's side of a run (its start, its polling for the result).
     """
+    model_call = model_calls()
     kinds: dict[int, str] = {}
     times: list[ToolCallTime] = []
     opened: float | None = None
@@ -172,13 +177,13 @@ def tool_call_times(events: Iterable[HistoryEvent]) -> list[ToolCallTime]:
         if event.HasField("activity_task_scheduled_event_attributes"):
             kind = event.activity_task_scheduled_event_attributes.activity_type.name
             kinds[event.event_id] = kind
-            if kind in MODEL_CALLS and opened is not None:
+            if kind in model_call and opened is not None:
                 times.append(ToolCallTime(at - opened, waits, runs, activities, tasks))
                 opened = None
             marks[f"activity {event.event_id}"] = at
         elif event.HasField("activity_task_completed_event_attributes"):
             scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
-            if kinds.get(scheduled) in MODEL_CALLS:
+            if kinds.get(scheduled) in model_call:
                 opened, waits, runs, activities, tasks = at, 0.0, 0.0, 0.0, 0
             elif opened is not None:
                 activities += at - marks[f"activity {scheduled}"]
@@ -196,6 +201,8 @@ def tool_call_times(events: Iterable[HistoryEvent]) -> list[ToolCallTime]:
 
 async def read_tool_calls(stalwart: StalwartClient, run: Run) -> list[ToolCallTime]:
     """The tool calls of `run`, read back from its history."""
+    from stalwart.client.chain import chain_histories
+
     histories = await chain_histories(stalwart.temporal, run.workflow_id)
     return tool_call_times(event for history in histories for event in history.events)
 
@@ -258,6 +265,14 @@ def _listed(ratios: list[float]) -> str:
 
 
 async def main(turns: int, repeat: int) -> None:
+    from bench.baselines import (
+        BareLocalToolStepsWorkflow,
+        BareStepsWorkflow,
+        TypedStepsWorkflow,
+        UnsandboxedBareStepsWorkflow,
+    )
+    from bench.harness import bench_server, run_bare, run_ours
+
     agent = echo_agent(turns)
     fast_agent = calculator_agent(turns)
     long_turns = max(turns // 4, 3)
