@@ -245,6 +245,7 @@ class ModelActivities:
         model called), or, asked to (`request.summarize`), have the model write the summary of its older messages."""
         if not request.summarize:
             transcript, _ = await self.transcripts.append(request.transcript, new)
+            self._sent.forget(activity.info().workflow_run_id or "", request.sent.values())  # stored: named no more
             return AssistantTurn(needs_summary=True, transcript=transcript, context_ref=context_ref, recorded=True)
         context, after = summary_context(messages, agent, request.transcript, request.step)
         publisher = AnswerPublisher(request.step, activity.heartbeat, hold=True)  # a summary is never an answer
