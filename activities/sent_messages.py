@@ -11,8 +11,8 @@ Most calls need no read at all: a worker's workflows hand the activities of thei
 they accept (`AcceptedMessages`, a workflow interceptor), and the call, scheduled in the same workflow task, usually
 runs in that process. Those texts, and the ones read from history, are kept until a call stores them with the
 conversation (the call after a deferred one names the same message again), within a bound. A call in another process,
-or after a restart, reads history. `stalwart.client.chain`
-rebuilds a call's input from a history it already holds (`texts_in`).
+or after a restart, reads history. `stalwart.client.chain` rebuilds a call's input from a history it already holds
+(`texts_in`).
 """
 
 from __future__ import annotations
