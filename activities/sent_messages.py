@@ -117,14 +117,22 @@ class AcceptedMessages(Interceptor):
 
 class _KeepAccepted(WorkflowInboundInterceptor):
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
-        # Not while replaying: the calls of those turns are over, and a session replayed after a restart would fill
-        # this with every message of its run.
+        # Kept before the handler runs: the model call that reads it runs while the handler waits for the turn to end.
+        # A handler that refuses the message (which its validator let through) takes it back. Not while replaying: the
+        # calls of those turns are over, and a session replayed after a restart would fill this with every message.
         replaying = workflow.unsafe.is_replaying()
+        kept: str | None = None  # the run whose text is kept
         if input.update == "send" and workflow.info().workflow_type == WORKFLOW_TYPE and not replaying:
             text = _text_of(input.args)
             if text is not None:
-                _ACCEPTED_HERE.put(workflow.info().run_id, input.id, text)
-        return await super().handle_update_handler(input)
+                kept = workflow.info().run_id
+                _ACCEPTED_HERE.put(kept, input.id, text)
+        try:
+            return await super().handle_update_handler(input)
+        except Exception:
+            if kept is not None:
+                _ACCEPTED_HERE.drop(kept, input.id)
+            raise
 
 
 def _text_of(args: Sequence[Any]) -> str | None:

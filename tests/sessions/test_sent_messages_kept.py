@@ -6,17 +6,26 @@ names them again, and a message the session refused is named by no call at all. 
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from unittest.mock import Mock
 
-from temporalio.client import Client
-from temporalio.testing import ActivityEnvironment
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+from temporalio.worker import Worker
 
+from stalwart.activities import sent_messages
 from stalwart.activities.model_activity import ModelActivities
-from stalwart.activities.sent_messages import SentMessages, _Texts
+from stalwart.activities.sent_messages import AcceptedMessages, SentMessages, _Texts
 from stalwart.activities.transcripts import MemoryBlobs, TranscriptStore
 from stalwart.contracts.activities import AgentContext, ModelRequest
 from stalwart.contracts.agent import AgentSpec, ContextSettings
 from stalwart.contracts.messages import Message, TranscriptRef
+from stalwart.contracts.names import WORKFLOW_TYPE
 
 
 async def test_a_call_that_stores_the_messages_of_an_overflowing_conversation_forgets_their_texts():
@@ -43,3 +52,34 @@ async def test_a_call_that_stores_the_messages_of_an_overflowing_conversation_fo
     turn = await environment.run(activities.model_turn, request)
     assert turn.needs_summary and turn.transcript is not None and turn.transcript.messages == 3
     assert texts.get(environment.info.workflow_run_id or "", "update-1") is None
+
+
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
+class RefusingInItsHandler:
+    """An agent workflow whose `send` handler refuses every message its validator (none) lets through."""
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
+
+    @workflow.update(dynamic=True)
+    async def _update(self, name: str, args: Sequence[RawValue]) -> str:
+        raise ApplicationError(f"{name}: this session takes no message")
+
+
+async def test_a_message_whose_send_handler_refuses_it_is_not_kept(
+    time_skipping_env: WorkflowEnvironment, task_queue: str, monkeypatch: pytest.MonkeyPatch
+):
+    texts = _Texts()
+    monkeypatch.setattr(sent_messages, "_ACCEPTED_HERE", texts)
+    client = time_skipping_env.client
+    async with Worker(
+        client, task_queue=task_queue, workflows=[RefusingInItsHandler], interceptors=[AcceptedMessages()]
+    ):
+        handle = await client.start_workflow(
+            WORKFLOW_TYPE, id=f"refusing-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        )
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update("send", "the quince is ripe", id="refused")
+        await handle.terminate()
+    assert texts.get(handle.result_run_id or "", "refused") is None
