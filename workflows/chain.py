@@ -8,6 +8,7 @@ and the chain names its archives.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -120,8 +121,9 @@ class Chain:
             return
         state = self.state
         steps = [step.archived() for step in self.steps]  # stored results are not sent again
-        summary = f"archive {len(self.steps)} steps {why}"
-        if patches.active(patches.STEP_ARCHIVE_AS_LOCAL_ACTIVITY):
+        stored: dict[int, int] = {}
+        local = patches.active(patches.STEP_ARCHIVE_AS_LOCAL_ACTIVITY)
+        if local:
             # A local activity: its input is not recorded in history, and without the texts the stored conversation
             # holds (read from there) it stays under the external-storage threshold, which would store them again.
             # Runs recorded before sent every text through a full activity's input.
@@ -130,32 +132,26 @@ class Chain:
                 for index, position in self.positions.items()
                 if position < state.transcript.messages and steps[index].content
             }
-            for index in stored:
-                steps[index] = steps[index].model_copy(update={"content": ""})
-            request = ArchiveStepsRequest(
-                chain_id=state.chain_id,
-                index=len(state.archives),
-                steps=steps,
-                transcript=state.transcript if stored else None,
-                from_transcript=stored,
-            )
-            archive = await workflow.execute_local_activity(
-                names.ARCHIVE_STEPS_ACTIVITY,
-                request,
-                result_type=StepArchive,
-                start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
-                retry_policy=policies.ARCHIVE_RETRY,
-                summary=summary,
-            )
-        else:
-            archive = await workflow.execute_activity(
-                names.ARCHIVE_STEPS_ACTIVITY,
-                ArchiveStepsRequest(chain_id=state.chain_id, index=len(state.archives), steps=steps),
-                result_type=StepArchive,
-                start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
-                retry_policy=policies.ARCHIVE_RETRY,
-                summary=summary,
-            )
+        for index in stored:
+            steps[index] = steps[index].model_copy(update={"content": ""})
+        request = ArchiveStepsRequest(
+            chain_id=state.chain_id,
+            index=len(state.archives),
+            steps=steps,
+            transcript=state.transcript if stored else None,
+            from_transcript=stored,
+        )
+        execute: Callable[..., Awaitable[StepArchive]] = (
+            workflow.execute_local_activity if local else workflow.execute_activity
+        )
+        archive = await execute(
+            names.ARCHIVE_STEPS_ACTIVITY,
+            request,
+            result_type=StepArchive,
+            start_to_close_timeout=policies.ARCHIVE_TIMEOUT,
+            retry_policy=policies.ARCHIVE_RETRY,
+            summary=f"archive {len(self.steps)} steps {why}",
+        )
         state.archives.append(archive)
         state.metrics = conversation.metrics(self.steps, state.metrics)
         self.steps = []
