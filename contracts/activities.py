@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, field_serializer, model_validator
 
 from stalwart.contracts import failure_types
 from stalwart.contracts.agent import AgentSpec
@@ -54,6 +54,33 @@ class ModelRequest(Compact):
     """Messages of `new_messages` that came by a session's `send` update, by index, with the update's id: their
     `content` is left out, since history holds it as the update's argument, and the activity reads it from there
     (`activities/sent_messages.py`)."""
+
+    @field_serializer("new_messages", mode="wrap")
+    def _named_without_text(self, messages: list[Message], handler: SerializerFunctionWrapHandler, info: Any) -> Any:
+        """A message `sent` names travels with `"content": null`, not without its empty `content`: a model activity
+        older than `sent` refuses the input (Temporal retries it, "Failed decoding arguments", until an upgraded
+        worker takes it) instead of reading the message as empty and sending the model, and storing, no text."""
+        data = handler(messages)
+        if self.sent and isinstance(data, list) and info.mode_is_json():
+            return [
+                {**item, "content": None} if index in self.sent and isinstance(item, dict) else item
+                for index, item in enumerate(data)
+            ]
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_text_read_later(cls, data: Any) -> Any:
+        """A message whose `content` is null is one `sent` names: empty until the activity reads its text."""
+        messages = data.get("new_messages") if isinstance(data, dict) else None
+        if isinstance(messages, list) and any(_named(m) for m in messages):
+            named = [{k: v for k, v in m.items() if k != "content"} if _named(m) else m for m in messages]
+            return {**data, "new_messages": named}
+        return data
+
+
+def _named(message: Any) -> bool:
+    return isinstance(message, dict) and "content" in message and message["content"] is None
 
 
 class ModelContext(Compact):
