@@ -12,7 +12,6 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
@@ -73,7 +72,7 @@ async def test_side_effects_after_the_budget_a_tool_retried_across_the_deadline_
     )
     stalwart = StalwartClient(client, task_queue=task_queue)
     async with activities:
-        async with _workflow_worker(client, task_queue, tools):
+        async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow]):
             handle = await stalwart.start(_agent(), "act on the db")
             await first_run.wait()
         # No workflow worker now: nothing can cancel the tool's retries when the budget's timer fires.
@@ -81,7 +80,7 @@ async def test_side_effects_after_the_budget_a_tool_retried_across_the_deadline_
         deadline = started.timestamp() + MAX_SECONDS
         while time.time() < deadline + 4:  # past the deadline and the retry that would fall after it
             await asyncio.sleep(0.5)
-        async with _workflow_worker(client, task_queue, tools):
+        async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow]):
             result = await handle.result()
     late = [round(at - deadline, 2) for at in executions if at >= deadline]
     print(f"\ntool executions: {len(executions)}, after the deadline: {late}")
@@ -126,14 +125,3 @@ async def test_side_effects_after_the_budget_the_model_activity_sends_no_request
         await ActivityEnvironment().run(ModelActivities().model_turn, request)
     assert (raised.value.type, raised.value.non_retryable) == (BUDGET_OVER, True)
     assert "the model call of step 1 was not started" in raised.value.message
-
-
-def _workflow_worker(client: Client, task_queue: str, tools: ToolActivities) -> Worker:
-    """A worker for workflows only: it runs the local activities too (describe_tools), and takes no other."""
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=[tools.describe_tools],
-        no_remote_activities=True,
-    )

@@ -15,7 +15,6 @@ import sys
 import time
 
 import pytest
-from temporalio.client import Client
 from temporalio.worker import Worker
 
 from stalwart.activities.model_activity import ModelActivities
@@ -141,11 +140,11 @@ async def test_operators_without_a_worker_a_result_after_an_outage_says_when_the
     async with Worker(
         client, task_queue=task_queue, activities=[models.model_turn, tools.describe_tools, tools.run_tool]
     ):
-        async with _workflow_worker(client, task_queue, tools):
+        async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow]):
             handle = await stalwart.start(agent, "work")
             await sleeping.wait()
         await asyncio.sleep(6)  # the deadline passes with no workflow worker
-        async with _workflow_worker(client, task_queue, tools):
+        async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow]):
             result = await handle.result()
     print(f"\nelapsed {result.elapsed_seconds:.2f}s, budget fired after {result.budget_fired_after_seconds}s")
     assert result.stop_reason == "max_seconds"
@@ -156,14 +155,3 @@ async def test_operators_without_a_worker_a_result_after_an_outage_says_when_the
     from stalwart.client import render
 
     assert f"the wall-clock budget fired {fired:.2f}s after the start" in render.budget_fired_note(result)
-
-
-def _workflow_worker(client: Client, task_queue: str, tools: ToolActivities) -> Worker:
-    """A worker for workflows only: it runs the local activities too (describe_tools), and takes no other."""
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=[tools.describe_tools],
-        no_remote_activities=True,
-    )
