@@ -126,7 +126,7 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
         payloads = list(completed.result.payloads)
         if kind == names.DESCRIBE_TOOLS_ACTIVITY:
             [described] = await converter.decode(payloads, [DescribeToolsResult])
-            _described(rebuilt, described)
+            rebuilt.tools_needing_approval |= {t.name for t in described.tools if t.requires_approval}
         elif kind == names.MODEL_ACTIVITY and record is not None:
             [turn] = await converter.decode(payloads, [AssistantTurn])
             record.content, record.usage, record.ended_at = turn.text, turn.usage, at
@@ -148,7 +148,7 @@ async def _apply(rebuilt: _Rebuilt, event: HistoryEvent, converter: DataConverte
             [result] = await converter.decode(payloads, [ToolResult])
             _tool_ended(record, result, at)
     elif event.HasField("marker_recorded_event_attributes"):
-        await _apply_local_activity(rebuilt, event.marker_recorded_event_attributes, at, converter)
+        await _apply_fast_tool(rebuilt, event.marker_recorded_event_attributes, at, converter)
     else:
         which = event.WhichOneof("attributes") or ""
         if which in _ACTIVITY_ENDINGS:
@@ -170,30 +170,22 @@ def _tool_ended(record: StepRecord, result: ToolResult, at: datetime) -> None:
         record.result = result.text
 
 
-async def _apply_local_activity(rebuilt: _Rebuilt, marker: Any, at: datetime, converter: DataConverter) -> None:
-    """A local activity (a fast tool, describe_tools) leaves one marker with its result and none of its request."""
+async def _apply_fast_tool(rebuilt: _Rebuilt, marker: Any, at: datetime, converter: DataConverter) -> None:
+    """A fast tool runs as a local activity: history holds one marker with its result and none of its request,
+    so the call is found by the id its result names."""
     if marker.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in marker.details:
         return
     try:
         data = json.loads(marker.details["data"].payloads[0].data)
     except (KeyError, IndexError, ValueError):
         return
-    kind = data.get("activity_type") if isinstance(data, dict) else None
-    payloads = list(marker.details["result"].payloads)
-    if kind == names.DESCRIBE_TOOLS_ACTIVITY:
-        [described] = await converter.decode(payloads, [DescribeToolsResult])
-        _described(rebuilt, described)
-    elif kind == names.RUN_TOOL_ACTIVITY:  # a fast tool: the call is found by the id its result names
-        [result] = await converter.decode(payloads, [ToolResult])
-        known = rebuilt.calls.get(result.call_id)
-        if known is not None:
-            rebuilt.decided.add(result.call_id)
-            _tool_ended(known[0], result, at)
-
-
-def _described(rebuilt: _Rebuilt, described: DescribeToolsResult) -> None:
-    """The tools describe_tools listed: those that need approval are waited on as the run's own names are."""
-    rebuilt.tools_needing_approval |= {t.name for t in described.tools if t.requires_approval}
+    if not isinstance(data, dict) or names.RUN_TOOL_ACTIVITY not in data.values():
+        return
+    [result] = await converter.decode(list(marker.details["result"].payloads), [ToolResult])
+    known = rebuilt.calls.get(result.call_id)
+    if known is not None:
+        rebuilt.decided.add(result.call_id)
+        _tool_ended(known[0], result, at)
 
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"

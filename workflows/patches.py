@@ -44,9 +44,6 @@ SEND_RESULT_WITHOUT_METRICS = "send-result-without-metrics"
 """A session's `send` returns its turn's result in shape 3: also without `metrics`, which its steps say."""
 BUDGET_NAMES_RETRIED_FAILURES = "budget-names-retried-failures"
 """A turn cut by its wall-clock timer asks (an activity) how the calls it cuts had failed, and its error says."""
-DESCRIBE_TOOLS_AS_LOCAL_ACTIVITY = "describe-tools-as-local-activity"
-"""describe_tools is a local activity, run in the run's first workflow task: no server round trip before the first
-model call, and history records its result in a marker, not its input."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -64,7 +61,6 @@ ALL = (
     STEP_ARCHIVE_AS_LOCAL_ACTIVITY,
     SEND_RESULT_WITHOUT_METRICS,
     BUDGET_NAMES_RETRIED_FAILURES,
-    DESCRIBE_TOOLS_AS_LOCAL_ACTIVITY,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

@@ -13,7 +13,7 @@ import json
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, FailureError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
@@ -29,21 +29,6 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.chain import Chain
     from stalwart.workflows.failures import message_unless_cancelled
     from stalwart.workflows.turns import Turn
-
-
-def _activity_error() -> ActivityError:
-    """The `ActivityError` a full describe_tools activity's failure comes in. The SDK raises a local activity's
-    non-retryable failure unwrapped (the activity's `ApplicationError` itself); raised from this, it reaches the run
-    as before, which ends saying the message at the bottom of the chain."""
-    return ActivityError(
-        "Activity task failed",
-        scheduled_event_id=0,
-        started_event_id=0,
-        identity="",
-        activity_type=names.DESCRIBE_TOOLS_ACTIVITY,
-        activity_id="",
-        retry_state=None,
-    )
 
 
 class ToolCalls:
@@ -67,39 +52,18 @@ class ToolCalls:
         if not loop.enable_tools or (not agent.tools and not agent.mcp_servers):
             return agent_tools
         servers = [*agent.tools, *(s.name for s in agent.mcp_servers)]
-        # Room for the slowest server's handshake deadline, so that deadline, which names the server, fires first.
-        timeout = max(
-            policies.DESCRIBE_TIMEOUT,
-            timedelta(seconds=max((s.handshake_seconds for s in agent.mcp_servers), default=0) + 30),
+        result = await workflow.execute_activity(
+            names.DESCRIBE_TOOLS_ACTIVITY,
+            DescribeToolsRequest(agent=agent),
+            result_type=DescribeToolsResult,
+            # Room for the slowest server's handshake deadline, so that deadline, which names the server, fires first.
+            start_to_close_timeout=max(
+                policies.DESCRIBE_TIMEOUT,
+                timedelta(seconds=max((s.handshake_seconds for s in agent.mcp_servers), default=0) + 30),
+            ),
+            retry_policy=policies.DESCRIBE_RETRY,
+            summary=f"describe tools · {', '.join(servers)}"[:200],
         )
-        summary = f"describe tools · {', '.join(servers)}"[:200]
-        if patches.active(patches.DESCRIBE_TOOLS_AS_LOCAL_ACTIVITY):
-            # In the run's first workflow task, without a round trip through the server before the first model
-            # call. An attempt longer than the task's timeout is fine (the SDK heartbeats the task), and the
-            # policy's backoff (at most 10 s) stays under the default `local_retry_threshold` (1 min), so retries
-            # wait in the worker, not on a server timer.
-            try:
-                result = await workflow.execute_local_activity(
-                    names.DESCRIBE_TOOLS_ACTIVITY,
-                    DescribeToolsRequest(agent=agent),
-                    result_type=DescribeToolsResult,
-                    start_to_close_timeout=timeout,
-                    retry_policy=policies.DESCRIBE_RETRY,
-                    summary=summary,
-                )
-            except ActivityError:
-                raise
-            except FailureError as err:  # the activity's own error, unwrapped: said as a full activity's would be
-                raise _activity_error() from err
-        else:
-            result = await workflow.execute_activity(
-                names.DESCRIBE_TOOLS_ACTIVITY,
-                DescribeToolsRequest(agent=agent),
-                result_type=DescribeToolsResult,
-                start_to_close_timeout=timeout,
-                retry_policy=policies.DESCRIBE_RETRY,
-                summary=summary,
-            )
         return [*result.tools, *agent_tools]
 
     def unknown_names(self) -> str | None:

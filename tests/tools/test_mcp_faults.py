@@ -20,17 +20,16 @@ from pathlib import Path
 import pytest
 from activity_calls import call, describe
 from mcp_test_servers import http_demo
+from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
 from stalwart.activities.tool_activities import ToolActivities
 from stalwart.contracts.activities import DescribeToolsRequest
 from stalwart.contracts.agent import AgentSpec, McpHttpServer, McpStdioServer, ScriptedReply
-from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import default_registry
 
-from support.local_activities import local_activity_calls
 from support.processes import listening_process, still_running
 
 HERE = Path(__file__).resolve().parent
@@ -68,9 +67,12 @@ def not_an_mcp_server() -> Iterator[str]:
 
 
 async def _attempts_of_describe(handle) -> list[int]:
-    """describe_tools is a local activity: its one marker holds the attempt it ended on (retries leave no events)."""
     history = await handle.history()
-    return [call.attempt for call in local_activity_calls(history.events, DESCRIBE_TOOLS_ACTIVITY)]
+    return [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
 
 
 # -- defect 1 ---------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -17,7 +18,6 @@ from stalwart.contracts.names import DESCRIBE_TOOLS_ACTIVITY, MODEL_ACTIVITY
 from stalwart.workers.worker import build_worker
 from stalwart.workflows import AgentWorkflow
 
-from support.local_activities import local_activity_calls
 from support.repo_paths import AGENTS_DIR
 
 pytestmark = pytest.mark.slow
@@ -78,9 +78,14 @@ async def test_agent_calls_an_http_server_with_a_header_from_the_worker_env(
     configuring = [a for a in scheduled.values() if a.activity_type.name != MODEL_ACTIVITY]
     assert configuring and all(b"s3cret" not in p.data for a in configuring for p in a.input.payloads)
     assert "s3cret" not in history.to_json()
-    described = [  # describe_tools is a local activity: its result is in its marker
-        DATA_CONVERTER.payload_converter.from_payloads(call.result, [DescribeToolsResult])[0]
-        for call in local_activity_calls(history.events, DESCRIBE_TOOLS_ACTIVITY)
+    described = [
+        DATA_CONVERTER.payload_converter.from_payloads(
+            list(e.activity_task_completed_event_attributes.result.payloads), [DescribeToolsResult]
+        )[0]
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and scheduled[e.activity_task_completed_event_attributes.scheduled_event_id].activity_type.name
+        == DESCRIBE_TOOLS_ACTIVITY
     ]
     assert len(described) == 1
     header_tool = next(t for t in described[0].tools if t.name == "header")
@@ -142,10 +147,11 @@ async def test_bound_parameter_of_an_mcp_tool_overrides_the_model(time_skipping_
     assert _tool_steps(result)[0].result == "Oslo: 21 degrees celsius"
 
 
-async def test_describe_tools_input_is_not_in_history_and_its_result_is_in_its_marker(time_skipping_env, task_queue):
+async def test_describe_tools_input_carries_only_where_the_tools_come_from_not_the_whole_agent(
+    time_skipping_env, task_queue
+):
     """The run's input holds the whole agent; describe_tools' input used to repeat it in history (instructions,
-    script, loop settings), then only the tools, servers and bindings it reads. As a local activity it leaves no
-    input in history at all, only its result, and the run works as before."""
+    script, loop settings). Now it carries the tools, servers and bindings it reads, and the run works as before."""
     instructions = "Answer about the weather in one sentence. " * 40
     agent = AgentSpec(
         name="weather",
@@ -162,15 +168,17 @@ async def test_describe_tools_input_is_not_in_history_and_its_result_is_in_its_m
         result = await handle.result()
     assert _tool_steps(result)[0].result == "Oslo: 21 degrees celsius"
     history = await handle.history()
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
+    [describe] = [
+        e.activity_task_scheduled_event_attributes
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == DESCRIBE_TOOLS_ACTIVITY
     ]
-    assert DESCRIBE_TOOLS_ACTIVITY not in scheduled
-    [described] = local_activity_calls(history.events, DESCRIBE_TOOLS_ACTIVITY)
-    [tools] = DATA_CONVERTER.payload_converter.from_payloads(described.result, [DescribeToolsResult])
-    assert sorted(t.name for t in tools.tools) == ["calculator", "weather"]
+    [payload] = describe.input.payloads
+    sent = json.loads(payload.data)["agent"]
+    assert sorted(sent) == ["bindings", "mcp_servers", "name", "sub_agents", "tools"]
+    assert sent["tools"] == ["calculator"] and sent["bindings"] == {"weather": {"unit": "preferred_unit"}}
+    assert instructions.encode() not in payload.data and len(payload.data) < len(instructions)
 
 
 async def test_run_with_mcp_tools_replays_from_its_history(time_skipping_env, task_queue):
