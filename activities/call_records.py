@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 from temporalio import activity
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import PayloadConverter
@@ -112,6 +112,13 @@ class CallRecord(BaseModel):
     result: str = ""
     """For `returned`: the result as a serialized Payload, base64, so it round-trips exactly."""
     failure: RecordedFailure | None = None
+
+    @model_validator(mode="after")
+    def _failed_has_its_failure(self) -> CallRecord:
+        """A `failed` record without its failure cannot answer a retry: reading it fails, and the attempt runs."""
+        if self.state == "failed" and self.failure is None:
+            raise ValueError("a failed call's record holds no failure")
+        return self
 
     def age(self) -> float:
         return max(0.0, time.time() - self.renewed_at)
@@ -189,7 +196,8 @@ class CallRecords(Generic[T]):
     @staticmethod
     def failure(record: CallRecord, converter: PayloadConverter) -> ApplicationError:
         failure = record.failure
-        assert failure is not None
+        if failure is None:  # `CallRecord` refuses a failed record without one; any other state has no failure
+            raise ValueError(f"the record of a call that {record.state} holds no failure")
         payloads = Payloads()
         payloads.ParseFromString(base64.b64decode(failure.details))
         return ApplicationError(

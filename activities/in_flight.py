@@ -69,16 +69,17 @@ class InFlight(Generic[T]):
             async with heartbeating(JOINED_HEARTBEAT_SECONDS, activity.heartbeat):
                 return await self._wait(key, task)
         info = activity.info()
-        call = CallKey.of(info) if self._records is not None else None
-        if call is None or self._records is None:
+        records = self._records
+        call = CallKey.of(info) if records is not None else None
+        if records is None or call is None:
             task = asyncio.ensure_future(work())
         else:
             converter = activity.payload_converter()
             if info.attempt > 1:
-                record = await self._recorded_elsewhere(call, what)
+                record = await self._recorded_elsewhere(records, call, what)
                 if record is not None:
-                    return self._handed_over(record, converter, what)
-            task = asyncio.ensure_future(self._leased(key, call, work, self._records, converter))
+                    return self._handed_over(records, record, converter, what)
+            task = asyncio.ensure_future(self._leased(key, call, work, records, converter))
         self._running[key] = task
         task.add_done_callback(lambda done: self._forget(key, done))
         return await self._wait(key, task)
@@ -143,13 +144,12 @@ class InFlight(Generic[T]):
                 exc_info=err,
             )
 
-    async def _recorded_elsewhere(self, call: CallKey, what: str) -> CallRecord | None:
+    async def _recorded_elsewhere(self, records: CallRecords[T], call: CallKey, what: str) -> CallRecord | None:
         """The outcome another worker recorded for this call, waited for while its lease is renewed; None: this
         attempt runs the call (no record, a stale lease, an ending without a result, storage unreadable)."""
-        assert self._records is not None
         attempt = activity.info().attempt
         try:
-            record = await self._records.read(call)
+            record = await records.read(call)
         except Exception as err:
             activity.logger.warning(
                 "could not read the record of %s (%s: %s); attempt %d runs it, though another worker may be running "
@@ -160,7 +160,7 @@ class InFlight(Generic[T]):
                 attempt,
             )
             return None
-        if record is None or record.holder == self._records.holder and record.state == "running":
+        if record is None or record.holder == records.holder and record.state == "running":
             return None  # never recorded, or this worker's own lease on a call no longer running here
         watch = LeaseWatch()
         if record.state == "running":
@@ -186,7 +186,7 @@ class InFlight(Generic[T]):
                 while record.state == "running":
                     await asyncio.sleep(RECORD_POLL_SECONDS)
                     with contextlib.suppress(Exception):  # unreadable for now: the lease ages meanwhile
-                        record = await self._records.read(call) or record
+                        record = await records.read(call) or record
                     if record.state == "running" and not watch.fresh(record):
                         activity.logger.info(
                             "%s: worker %s stopped renewing its lease; attempt %d runs the call",
@@ -199,9 +199,9 @@ class InFlight(Generic[T]):
             return None  # it ended without a result (a retryable failure, a cancellation): this is its retry
         return record
 
-    def _handed_over(self, record: CallRecord, converter: PayloadConverter, what: str) -> T:
+    @staticmethod
+    def _handed_over(records: CallRecords[T], record: CallRecord, converter: PayloadConverter, what: str) -> T:
         """The result (or the failure for good) that worker `record.holder` recorded for this call."""
-        assert self._records is not None
         activity.logger.info(
             "%s finished on worker %s, but its completion did not reach the server; answering attempt %d with its "
             "%s instead of running it again",
@@ -211,8 +211,8 @@ class InFlight(Generic[T]):
             "result" if record.state == "returned" else "failure",
         )
         if record.state == "failed":
-            raise self._records.failure(record, converter)
-        return self._records.result(record, converter)
+            raise records.failure(record, converter)
+        return records.result(record, converter)
 
     def _forget(self, key: Hashable, done: asyncio.Task[T]) -> None:
         if self._running.get(key) is done:

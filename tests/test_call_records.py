@@ -97,6 +97,21 @@ async def test_a_stale_lease_runs_the_call_at_once():
     assert await environment.run(in_flight.run, "key", run_again, what="a call") == RESULT
 
 
+async def test_a_failed_record_without_its_failure_is_ignored_and_the_call_runs(caplog):
+    blobs = MemoryBlobs()
+    environment = _attempt(2)
+    elsewhere = CallRecords(ToolResult, lambda: blobs)
+    torn = CallRecord.model_construct(holder=elsewhere.holder, renewed_at=time.time(), renewals=0, state="failed")
+    await elsewhere.write(_key(environment), torn)  # model_construct skips the check a reader makes
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def run_again() -> ToolResult:
+        return RESULT
+
+    assert await environment.run(in_flight.run, "key", run_again, what="a call") == RESULT
+    assert "cannot be read, so it is ignored" in caplog.text
+
+
 async def test_a_fresh_lease_is_waited_on_until_its_result_is_recorded():
     blobs = MemoryBlobs()
     environment = _attempt(2)
