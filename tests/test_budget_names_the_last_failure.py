@@ -142,3 +142,36 @@ async def test_work_meeting_the_deadline_while_the_run_asks_why_still_names_the_
     ):
         retried = await dev_env.client.execute_workflow(_CutWhileAsking.run, id=task_queue, task_queue=task_queue)
     assert retried == ["the model call failed 2 attempts, the last with ModelUnavailableError: down"]
+
+
+@workflow.defn(name="FailsWhileAsking", sandboxed=False)
+class _FailsWhileAsking:
+    """Work that fails for good (not by the deadline) after the timer fired, while the run asks why its calls were
+    failing: before the cut cancels it."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        deadline = workflow.now() + timedelta(seconds=1)
+
+        async def work() -> None:
+            await workflow.sleep(1.2)
+            raise ApplicationError("the ledger refused the entry", non_retryable=True)
+
+        try:
+            await deadlines.before(deadline, work(), summary="budget")
+        except deadlines.DeadlineReached as cut:
+            return [*cut.retried, f"then: {cut.failed}"]
+        return []
+
+
+async def test_work_failing_for_good_while_the_run_asks_why_is_cut_all_the_same_and_the_cut_names_its_failure(
+    dev_env, task_queue
+):
+    async with Worker(
+        dev_env.client, task_queue=task_queue, workflows=[_FailsWhileAsking], activities=[_slow_retried_calls]
+    ):
+        said = await dev_env.client.execute_workflow(_FailsWhileAsking.run, id=task_queue, task_queue=task_queue)
+    assert said == [
+        "the model call failed 2 attempts, the last with ModelUnavailableError: down",
+        "then: the ledger refused the entry",
+    ]

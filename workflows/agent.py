@@ -203,7 +203,9 @@ class AgentWorkflow:
             except deadlines.DeadlineReached as cut:
                 why = deadlines.reached(max_seconds, progress.deadline, state.deadline)
                 self._chain.close_open_steps(why)
-                self._error = deadlines.cut_short(why, cut.retried) or self._error
+                # A failure for good that came after the timer fired (the work's own, or a model call it stopped on)
+                # is named after the retried calls, not in their place.
+                self._error = deadlines.cut_short(why, cut.retried, cut.failed or self._error) or self._error
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
             state.turn = None

@@ -4,8 +4,14 @@ The wall-clock budget is an absolute deadline, so it survives continue-as-new un
 the next run sleeps only what is left. When the timer wins, the work is cancelled (its
 activities and child workflows with it) and awaited, so nothing runs on after the budget. Just
 before it cancels, the run asks the server why the calls it cuts were failing (`retried_calls`, an
-activity, best effort), since a cancelled call carries no failure; the work runs on while it asks,
-and what it finishes meanwhile is cut all the same.
+activity, best effort), since a cancelled call carries no failure; the work runs on while it asks.
+
+Once the timer has fired, the turn ends by the cut, whatever the work does while the run asks: a result it finishes
+meanwhile is dropped, and a failure for good it meets meanwhile (a call failing non-retryably) does not end the turn
+either, since the budget was reached first, as history records it (the timer fired before the failure came). So the
+outcome does not hang on how long the question takes. The failure is not lost: the cut carries its message
+(`DeadlineReached.failed`) and the run's error names it after the retried calls, because it says more than their
+last attempts did (a call that failed for good will not succeed with a larger budget).
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutError, is_cancelled_exception
 
 from stalwart.contracts import names
 from stalwart.contracts.activities import BUDGET_OVER
 from stalwart.workflows import patches
+from stalwart.workflows.failures import final_message
 
 T = TypeVar("T")
 
@@ -29,11 +36,13 @@ T = TypeVar("T")
 class DeadlineReached(Exception):
     """The durable timer fired before the work finished; the work has been cancelled.
 
-    `retried` says, one sentence each, how the calls the timer cut had failed their attempts so far (`before`)."""
+    `retried` says, one sentence each, how the calls the timer cut had failed their attempts so far (`before`);
+    `failed`, how the work failed for good after the timer fired, before it was cancelled (None if it did not)."""
 
-    def __init__(self, retried: Sequence[str] = ()) -> None:
+    def __init__(self, retried: Sequence[str] = (), failed: str | None = None) -> None:
         super().__init__(*retried)
         self.retried = tuple(retried)
+        self.failed = failed
 
 
 def capped(
@@ -104,9 +113,11 @@ def budget_over(err: ActivityError, deadline: datetime | None) -> bool:
 
 async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, summary: str) -> T:
     """Run `work` until `deadline`; raise `DeadlineReached` if the deadline comes first, saying how the calls it
-    cut had failed so far (`retried_calls`).
+    cut had failed so far (`retried_calls`), and how the work failed for good meanwhile, if it did.
 
-    A cancellation of the caller cancels both the work and the timer.
+    A cancellation of the caller cancels both the work and the timer. An exception that is no Temporal failure
+    (`FailureError`) is raised on as it is, even after the timer fired: continuing as new is no failure of the work,
+    and a bug must fail the workflow task (to be fixed and retried), not end the turn as cut.
     """
     task = asyncio.ensure_future(work)
     if deadline is None:
@@ -131,11 +142,17 @@ async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, sum
     except asyncio.CancelledError:
         task.cancel()
         raise
+    ended_while_asking = task.done()
     task.cancel()
     try:
         await task
     except (asyncio.CancelledError, DeadlineReached):  # met the deadline itself while the run asked (a retry's
         pass  # attempt refusing to start past it): the cut says why the calls were failing all the same
+    except FailureError as err:  # a failure for good after the timer fired: the cut still ends the turn
+        if not patches.active(patches.BUDGET_CUT_OUTRANKS_LATER_FAILURES):
+            raise  # runs recorded before passed it on when it came while the run asked
+        own = ended_while_asking and not is_cancelled_exception(err)  # not the cancellation's own doing
+        raise DeadlineReached(retried, final_message(err) if own else None) from err
     raise DeadlineReached(retried)
 
 
@@ -167,13 +184,19 @@ async def retried_calls() -> list[str]:
         return []
 
 
-def cut_short(why: str, retried: Sequence[str]) -> str | None:
-    """The run's error when its budget cut calls that had failed attempts: that the budget ran out (`why`, as
-    `reached` puts it) and how each call had failed; None when none had."""
-    if not retried:
+def cut_short(why: str, retried: Sequence[str], failed: str | None = None) -> str | None:
+    """The run's error when its budget cut calls that had failed attempts, or work that failed for good after the
+    timer fired (`failed`): that the budget ran out (`why`, as `reached` puts it), how each call had failed, then
+    the work's own failure; None when there is neither."""
+    if not retried and not failed:
         return None
-    calls = "a call was" if len(retried) == 1 else "calls were"
-    return f"{why.removeprefix('cancelled: ')} while {calls} being retried: {'; '.join(retried)}"
+    said = why.removeprefix("cancelled: ")
+    if retried:
+        calls = "a call was" if len(retried) == 1 else "calls were"
+        said += f" while {calls} being retried: {'; '.join(retried)}"
+    if failed:
+        said += f"; then, before the turn was cut, {failed}"
+    return said
 
 
 def earliest(*deadlines: datetime | None) -> datetime | None:

@@ -44,6 +44,8 @@ SEND_RESULT_WITHOUT_METRICS = "send-result-without-metrics"
 """A session's `send` returns its turn's result in shape 3: also without `metrics`, which its steps say."""
 BUDGET_NAMES_RETRIED_FAILURES = "budget-names-retried-failures"
 """A turn cut by its wall-clock timer asks (an activity) how the calls it cuts had failed, and its error says."""
+BUDGET_CUT_OUTRANKS_LATER_FAILURES = "budget-cut-outranks-later-failures"
+"""Work that fails for good after the turn's timer fired, while the run asks `retried_calls`, is cut all the same."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -61,6 +63,7 @@ ALL = (
     STEP_ARCHIVE_AS_LOCAL_ACTIVITY,
     SEND_RESULT_WITHOUT_METRICS,
     BUDGET_NAMES_RETRIED_FAILURES,
+    BUDGET_CUT_OUTRANKS_LATER_FAILURES,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

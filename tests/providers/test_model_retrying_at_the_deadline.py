@@ -11,9 +11,13 @@ call fails for good before the deadline (test_model_failing_until_the_deadline.p
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from flavors import FLAVORS, Flavor, agent_for, run_agent
 
+from stalwart.activities import retried_calls
 from stalwart.contracts.agent import Budgets
 
 from wire_server.script import Fail
@@ -36,3 +40,30 @@ async def test_a_model_call_cut_by_the_deadline_between_retries_names_its_last_f
     assert "wall-clock budget of 6s reached while a call was being retried" in result.error
     assert f"the model call failed {len(script.requests)} attempts, the last with ModelUnavailableError" in result.error
     assert failure.message in result.error
+
+
+@pytest.mark.parametrize("flavor", [FLAVORS[0]], indirect=True, ids=[FLAVORS[0].id])
+async def test_a_model_call_failing_for_good_while_the_run_asks_why_is_named_after_the_retried_calls(
+    own_time_skipping_env, task_queue, wire, flavor: Flavor, monkeypatch
+):
+    """The timer fires at 2 s while the call runs or waits for its third attempt (due at about 3 s); the run asks why
+    its calls were failing, and the answer comes back slowly, so the third attempt fails for good (401) meanwhile. The
+    turn is cut all the same, and its error names that final failure after the retried call's last failure."""
+    read = retried_calls._last_failure
+
+    async def read_slowly(*args: Any) -> str:
+        said = await read(*args)
+        await asyncio.sleep(3)  # the third attempt fails for good meanwhile
+        return said
+
+    monkeypatch.setattr(retried_calls, "_last_failure", read_slowly)
+    down = Fail(500, "server_error", "the model is down")
+    script = wire.script(down, down, Fail(401, "authentication_error", "Incorrect API key provided: sk-test...6789"))
+    budgets = Budgets(max_seconds=2)
+    result = await run_agent(own_time_skipping_env, task_queue, agent_for(flavor, script, tools=[], budgets=budgets))
+    assert result.stop_reason == "max_seconds", result.error
+    assert result.error is not None
+    assert result.error.startswith("wall-clock budget of 2s reached while a call was being retried: the model call")
+    assert "the last with ModelUnavailableError" in result.error and "the model is down" in result.error
+    assert "then, before the turn was cut, model call at step 1 failed:" in result.error
+    assert "Incorrect API key provided" in result.error
