@@ -8,6 +8,11 @@ for that task instead of running the call a second time. One taken by another wo
 shared storage (`activities/call_records.py`): the call's result, once it has one, is returned; while its lease is
 renewed the attempt waits for it, heartbeating; a stale lease (the worker was killed) or no record at all, and the
 call runs at once. Only a real cancellation (the run's, or the worker shutting down) stops the call.
+
+A call's outcome is written in the background, so its result goes back at once. A worker that stops waits for those
+writes (`drain`, at the end of its graceful shutdown): a write dropped with the process would leave the lease saying
+"running", so the next attempt, on another worker, would wait for it to go stale instead of running at once, or run
+again a call whose result was lost with its completion.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
 
+DRAIN_SECONDS = 5.0
+"""How long a stopping worker waits for the outcome writes still pending; a write that takes longer (storage
+unreachable) is given up, logged: its lease goes stale as if the worker had been killed."""
 JOINED_HEARTBEAT_SECONDS = 1.0
 """How often an attempt that joined a running call heartbeats while it waits (the call's own beats go to the
 attempt that started it)."""
@@ -143,6 +151,24 @@ class InFlight(Generic[T]):
                 err,
                 exc_info=err,
             )
+
+    async def drain(self) -> None:
+        """Wait for the outcome writes still pending, at most DRAIN_SECONDS: the worker is stopping, and the process
+        may end as soon as it has."""
+        if not self._writing:
+            return
+        _done, pending = await asyncio.wait(set(self._writing), timeout=DRAIN_SECONDS)
+        if pending:
+            _log.warning(
+                "the worker stops without recording the outcome of %d call(s): storage did not take the write within "
+                "%g s. Another worker taking their next attempts waits for their leases to go stale, then runs "
+                "them; check that STALWART_STORAGE is reachable and writable",
+                len(pending),
+                DRAIN_SECONDS,
+            )
+            for writing in pending:
+                writing.cancel()
+            await asyncio.wait(pending)
 
     async def _recorded_elsewhere(self, records: CallRecords[T], call: CallKey, what: str) -> CallRecord | None:
         """The outcome another worker recorded for this call, waited for while its lease is renewed; None: this

@@ -57,6 +57,10 @@ class ModelActivities:
         self._sent = SentMessages()
         """Messages that came by `send`, read back from history (`ModelRequest.sent`)."""
 
+    async def drain(self) -> None:
+        """Wait for the outcome records of calls that ended (`InFlight.drain`): the worker is stopping."""
+        await self._in_flight.drain()
+
     @property
     def transcripts(self) -> TranscriptStore:
         if self._transcripts is None:  # opened on first use: the storage settings are the worker's

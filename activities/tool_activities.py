@@ -87,6 +87,10 @@ class ToolActivities:
     async def aclose(self) -> None:
         await self.mcp.aclose()
 
+    async def drain(self) -> None:
+        """Wait for the outcome records of calls that ended (`InFlight.drain`): the worker is stopping."""
+        await self._in_flight.drain()
+
     @activity.defn(name=DESCRIBE_TOOLS_ACTIVITY)
     async def describe_tools(self, request: DescribeToolsRequest) -> DescribeToolsResult:
         """The schemas of the agent's tools and its MCP servers' tools,

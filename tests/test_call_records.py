@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from stalwart.activities import call_records
+from stalwart.activities import in_flight as in_flight_module
 from stalwart.activities.call_records import CallKey, CallRecord, CallRecords
 from stalwart.activities.in_flight import InFlight
 from stalwart.activities.transcripts import MemoryBlobs
@@ -170,3 +171,48 @@ async def test_a_long_call_that_cannot_write_its_lease_still_returns_its_result(
 
     assert await _attempt(1).run(in_flight.run, "key", long, what="a call") == RESULT
     assert "could not write the lease of a running call to storage (OSError: the bucket is unreachable)" in caplog.text
+
+
+class _SlowToTakeOutcomes(MemoryBlobs):
+    """Storage that takes a while to write a call's outcome (a lease renewal goes through at once); with `hang`,
+    forever."""
+
+    def __init__(self, hang: bool = False) -> None:
+        super().__init__()
+        self.hang = hang
+
+    async def put(self, key: str, data: bytes) -> None:
+        if b'"state"' in data:  # an outcome: a renewal's state is the default, left out
+            await asyncio.sleep(3600 if self.hang else 0.3)
+        await super().put(key, data)
+
+
+async def test_draining_waits_for_the_outcome_of_a_call_still_being_written(monkeypatch):
+    monkeypatch.setattr(call_records, "LEASE_RENEW_SECONDS", 0.01)
+    blobs = _SlowToTakeOutcomes()
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+    environment = _attempt(1)
+
+    async def long() -> ToolResult:
+        await asyncio.sleep(0.1)
+        return RESULT
+
+    assert await environment.run(in_flight.run, "key", long, what="a call") == RESULT
+    await in_flight.drain()
+    record = CallRecord.model_validate_json(blobs.blobs[_key(environment).object_key])
+    assert record.state == "returned"
+
+
+async def test_draining_gives_up_on_an_outcome_storage_does_not_take_and_says_so(monkeypatch, caplog):
+    monkeypatch.setattr(call_records, "LEASE_RENEW_SECONDS", 0.01)
+    monkeypatch.setattr(in_flight_module, "DRAIN_SECONDS", 0.05)
+    blobs = _SlowToTakeOutcomes(hang=True)
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def long() -> ToolResult:
+        await asyncio.sleep(0.1)
+        return RESULT
+
+    assert await _attempt(1).run(in_flight.run, "key", long, what="a call") == RESULT
+    await in_flight.drain()
+    assert "the worker stops without recording the outcome of 1 call(s)" in caplog.text

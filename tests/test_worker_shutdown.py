@@ -12,9 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+from temporalio import activity
 
+from stalwart.activities import call_records
+from stalwart.activities.call_records import CallKey, CallRecord, CallRecords
+from stalwart.activities.tools.registry import tool
 from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, McpStdioServer, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.messages import ToolResult
+from stalwart.workers.worker import build_worker, default_registry
 
 from support.processes import still_running
 from support.worker_process import start_worker
@@ -115,3 +121,53 @@ def test_worker_grace_seconds_out_of_range_is_refused_naming_the_range(value):
     )
     assert shown.returncode == 2
     assert f"argument --grace-seconds: {value!r} is not a number of seconds from 0 to 3600" in shown.stderr
+
+
+stopped_calls: list[activity.Info] = []
+
+
+@tool(side_effecting=True)
+async def until_the_worker_stops(note: str) -> str:
+    """Runs until the worker stops, which cancels it.
+
+    Args:
+        note: What to note.
+    """
+    stopped_calls.append(activity.info())
+    await asyncio.Event().wait()
+    return "never"
+
+
+async def test_a_call_the_worker_stop_cancels_leaves_its_outcome_in_storage_before_the_worker_is_stopped(
+    dev_env, task_queue, monkeypatch
+):
+    """The call ran long enough to leave a lease, so its outcome ("ended": the next attempt runs at once) must
+    follow; written in the background, it was dropped when the process ended right after the worker stopped, and
+    another worker's attempt waited for the lease to go stale."""
+    monkeypatch.setattr(call_records, "LEASE_RENEW_SECONDS", 0.05)
+    write = CallRecords.write
+
+    async def slow_outcome(self: CallRecords[ToolResult], key: CallKey, record: CallRecord) -> None:
+        if record.state != "running":
+            await asyncio.sleep(0.5)  # a storage write that takes a while
+        await write(self, key, record)
+
+    monkeypatch.setattr(CallRecords, "write", slow_outcome)
+    stopped_calls.clear()
+    registry = default_registry()
+    registry.register(until_the_worker_stops)
+    call = ScriptedToolCall(name="until_the_worker_stops", arguments={"note": "x"})
+    spec = AgentSpec(
+        name="stopping", tools=["until_the_worker_stops"], scripted=[ScriptedReply(tool_calls=[call]), ScriptedReply()]
+    )
+    async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
+        await StalwartClient(dev_env.client, task_queue=task_queue).start(spec, "go")
+        while not stopped_calls:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # a few lease renewals written
+    info = stopped_calls[0]
+    key = CallKey.of(info)
+    assert key is not None
+    record = await CallRecords(ToolResult).read(key)
+    await dev_env.client.get_workflow_handle(info.workflow_id or "").terminate()
+    assert record is not None and record.state == "ended", record

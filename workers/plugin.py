@@ -12,6 +12,7 @@ keeps open across activities (MCP connections, provider SDK clients). Our own
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -232,7 +233,8 @@ class StalwartPlugin(SimplePlugin):
 
     @asynccontextmanager
     async def _open_while_worker_runs(self) -> AsyncIterator[None]:
-        """Close MCP connections (stopping stdio servers) and SDK clients when the worker stops, however it stops."""
+        """Close MCP connections (stopping stdio servers) and SDK clients when the worker stops, however it stops;
+        first, let the records of calls that ended reach storage (`InFlight.drain`)."""
         try:
             with secrets.allowing(self.allowed_env):
                 if self.stream_broker is None:
@@ -242,6 +244,7 @@ class StalwartPlugin(SimplePlugin):
                         yield
         finally:
             try:
+                await asyncio.gather(self.model_activities.drain(), self.tool_activities.drain())
                 await self.tool_activities.aclose()
             finally:
                 await self.model_activities.clients.aclose()
