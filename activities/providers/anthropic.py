@@ -44,14 +44,18 @@ class AnthropicProvider:
             self.clients,
             anthropic.AsyncAnthropic,
             lambda model: self.request(context, model),
-            lambda client: client.messages.create,
+            lambda client, body: client.messages.create(**body),
             lambda events, model, target: _fold(events, observer, model, target),
         )
         output = structured.asked(context)
         return structured.answered(output, turn, final_tool=output is not None and _final_tool_used(output))
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
-        """The keyword arguments of `messages.create`."""
+        """The keyword arguments of `messages.create`.
+
+        Unlike the openai SDK's, the anthropic SDK's `create` sends its body without a typed transform (its one walk
+        of the body, a copy that reads file inputs, runs for every request, `post` too), and it names the request's
+        tracing span, which `post` would not: the request goes through `create`."""
         agent = context.agent
         request: dict[str, Any] = {
             "model": model,

@@ -119,20 +119,20 @@ async def streamed_turn(
     clients: SdkClients,
     sdk_client: type[ClientT],
     request: Callable[[str], dict[str, Any]],
-    create: Callable[[ClientT], Callable[..., Awaitable[Any]]],
+    send: Callable[[ClientT, dict[str, Any]], Awaitable[Any]],
     fold: Callable[[AsyncIterator[Any], str, errors.Target], Awaitable[AssistantTurn]],
 ) -> AssistantTurn:
-    """One turn from a streaming SDK: the worker's client of `sdk_client` (no SDK retries), the request `create`d
-    within both stream deadlines, its events folded into a turn, and SDK failures translated into ModelErrors.
+    """One turn from a streaming SDK: the worker's client of `sdk_client` (no SDK retries), the request `send`
+    opens within both stream deadlines, its events folded into a turn, and SDK failures translated into ModelErrors.
 
-    `request(model)` is the keyword arguments of `create(client)`; `fold(events, model, target)` builds the turn.
+    `request(model)` is what `send(client, request)` sends; `fold(events, model, target)` builds the turn.
     """
     model, key, target = endpoint.prepare(agent)
     body = request(model)
     try:  # making the client is inside: an SDK refuses a `base_url` its HTTP client cannot open there
         client = clients.get(sdk_client, api_key=key, base_url=target.base_url, read_seconds=read_seconds(agent.extra))
         events = events_within(
-            lambda: create(client)(**body),
+            lambda: send(client, body),
             first_token_seconds=first_token_seconds(agent.extra),
             stall_seconds=stall_seconds(agent.extra),
             what=target.provider,

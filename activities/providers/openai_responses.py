@@ -13,6 +13,7 @@ import json
 from typing import Any, Literal
 
 import openai
+from openai.types.responses import Response, ResponseStreamEvent
 
 from stalwart.activities.providers import errors, structured, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
@@ -48,13 +49,14 @@ class OpenAIResponsesProvider:
             self.clients,
             openai.AsyncOpenAI,
             lambda model: self.request(context, model),
-            lambda client: client.responses.create,
+            send,
             lambda events, model, target: _fold(events, observer, model, target),
         )
         return structured.answered(structured.asked(context), turn)
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
-        """The keyword arguments of `responses.create`."""
+        """The JSON body of the request: what `responses.create(**request)` would send (`send` says why it is not
+        called). Plain JSON values only (dicts, lists, strings, numbers), as it goes out unchanged."""
         agent = context.agent
         request: dict[str, Any] = {
             "model": model,
@@ -81,6 +83,26 @@ class OpenAIResponsesProvider:
         if (output := structured.asked(context)) is not None:  # typed output
             request["text"] = structured.responses_text(output)
         return request
+
+
+async def send(client: openai.AsyncOpenAI, body: dict[str, Any]) -> openai.AsyncStream[ResponseStreamEvent]:
+    """`body` streamed from POST /responses, as `responses.create(**body)` would send it.
+
+    `create` first runs the body through the SDK's `async_maybe_transform`, which walks every input item with typing
+    introspection, across the union of every item type, to rename and reformat fields; a plain JSON body such as ours
+    comes out of it unchanged, and the walk cost most of a model call's CPU, growing with the conversation. The SDK's
+    public `post` sends the body as it is, on the same client (its retries off, its timeouts, its auth), and raises
+    the same errors. The rest of what `create` does for a streamed request is repeated here: the path, the response
+    and event types, and bearer authentication only (`security`).
+    """
+    return await client.post(
+        "/responses",
+        body=body,
+        cast_to=Response,
+        options={"security": {"bearer_auth": True}},
+        stream=True,
+        stream_cls=openai.AsyncStream[ResponseStreamEvent],
+    )
 
 
 def response_input(context: ModelContext) -> list[dict[str, Any]]:
