@@ -127,6 +127,10 @@ class ToolActivities:
         """
         info = activity.info()
         key = (info.workflow_run_id, info.activity_id)
+        if info.is_local:
+            return await self._in_flight.run(
+                key, lambda: self._run_local(request), what=f"tool call {request.call.name}"
+            )
         if info.attempt > 1 and key in self._finished:
             activity.logger.info(
                 "tool call %s finished on this worker before, but its result did not reach the server; "
@@ -150,6 +154,18 @@ class ToolActivities:
             self._finished.popitem(last=False)
         return result
 
+    async def _run_local(self, request: ToolRequest) -> ToolResult:
+        """A fast tool's call, run as a local activity inside the workflow's task (the fast path of a tool call).
+
+        Its result is not kept for a later attempt: a local activity's completion goes to the workflow on this
+        worker, so it cannot be lost on the way to the server, and a retried attempt follows a failed one. It sends
+        no heartbeat (the SDK has nowhere to send one), so none is timed."""
+        with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
+            result = observed.result(await self._run_tool(request, heartbeats=False))
+        if request.chain_id is not None and self._transcripts is not None:
+            result = await self._kept(request.chain_id, result)
+        return result
+
     async def _kept(self, chain_id: str, result: ToolResult) -> ToolResult:
         """A large result stored for the model call to read (`TranscriptStore.keep_result`), secrets redacted first.
 
@@ -167,7 +183,7 @@ class ToolActivities:
             )
             return result
 
-    async def _run_tool(self, request: ToolRequest) -> ToolResult:
+    async def _run_tool(self, request: ToolRequest, *, heartbeats: bool = True) -> ToolResult:
         call, spec = request.call, request.tool
         refuse_after(request.deadline, f"tool call {call.name} ({call.id})")
         named = self.registry.get(call.name)
@@ -192,11 +208,15 @@ class ToolActivities:
         arguments = {**call.arguments, **{param: request.run_inputs[name] for param, name in spec.bindings.items()}}
         context = ToolContext(idempotency_key=request.idempotency_key, call_id=call.id, run_inputs=request.run_inputs)
         try:
-            async with heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat):
-                if named is not None:
-                    value = await named.invoke(arguments, context)
-                else:
-                    value = await by_kind(spec, arguments, context)  # type: ignore[misc]
+            if named is not None:
+                invoked = named.invoke(arguments, context)
+            else:
+                invoked = by_kind(spec, arguments, context)  # type: ignore[misc]
+            if heartbeats:
+                async with heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat):
+                    value = await invoked
+            else:
+                value = await invoked
         except McpHandshakeTimeout as err:
             if activity.info().attempt >= err.MAX_ATTEMPTS:
                 return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 import pytest
 
 from stalwart.activities.tools import ToolArgumentsError, ToolContext, tool
-from stalwart.activities.tools.builtin import calculator
+from stalwart.activities.tools.builtin import INLINE_MAX_CHARS, calculator
 
 
 @tool
@@ -86,3 +87,28 @@ async def test_calculator_returns_integers_up_to_the_longest_python_prints(expre
 async def test_calculator_says_a_float_overflow_is_too_large_and_how_to_work_around_it():
     with pytest.raises(ValueError, match="too large for a float; work with logarithms"):
         await calculator({"expression": "9.0 ** 9999"}, ToolContext(idempotency_key="k", call_id="c"))
+
+
+async def test_calculator_works_out_a_short_expression_without_a_thread(monkeypatch):
+    """A fast tool call would spend more handing a short expression to a thread than working it out."""
+
+    async def no_thread(*args, **kwargs):
+        raise AssertionError("a short expression went to a thread")
+
+    monkeypatch.setattr("asyncio.to_thread", no_thread)
+    assert await calculator({"expression": "(17 * 23) + 4"}, ToolContext(idempotency_key="k", call_id="c")) == "395"
+
+
+async def test_calculator_works_out_a_long_expression_in_a_thread(monkeypatch):
+    """A long one may take milliseconds: the worker's event loop does not wait for it."""
+    threaded = []
+    real = asyncio.to_thread
+
+    async def counted(function, *args, **kwargs):
+        threaded.append(args)
+        return await real(function, *args, **kwargs)
+
+    monkeypatch.setattr("asyncio.to_thread", counted)
+    expression = " + ".join(["1"] * (INLINE_MAX_CHARS // 4 + 1))
+    result = await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))
+    assert (result, threaded) == (str(INLINE_MAX_CHARS // 4 + 1), [(expression,)])
