@@ -173,6 +173,29 @@ class BareSessionWorkflow:
         await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
 
 
+@workflow.defn(name="BenchIdle")
+class IdleWorkflow:
+    """The floor of an idle session (`bench.session_growth`): takes one message by update, keeps it, and waits on
+    a condition."""
+
+    def __init__(self) -> None:
+        self._last = ""
+        self._done = False
+
+    @workflow.update
+    def send(self, text: str) -> str:
+        self._last = text
+        return "ok"
+
+    @workflow.signal
+    def stop(self) -> None:
+        self._done = True
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self._done)
+
+
 @activity.defn(name="bench_slow_model")
 async def slow_model(latency: float) -> None:
     """A model call that takes `latency` seconds and answers nothing: what a provider's latency costs a worker."""

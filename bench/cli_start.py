@@ -37,11 +37,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.harness import bench_server
 from bench.options import count
-from stalwart.client import cli
-from stalwart.client.agent_files import load_agent
-from stalwart.workers.dev_server import find_executable
 
 TARGET_SECONDS = 0.3
 SDK_IMPORT, CHECK, SHOW = "import temporalio.client", "stalwart check FILE", "stalwart show ID"
@@ -52,6 +48,8 @@ IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+\d+ \| *(\S+)$")
 
 def _stalwart() -> str:
     """The `stalwart` executable installed into this environment, as a user runs it."""
+    from stalwart.workers.dev_server import find_executable
+
     try:
         return str(find_executable("stalwart"))
     except FileNotFoundError:
@@ -86,6 +84,8 @@ def _import_split(argv: list[str]) -> dict[str, float]:
 
 def _compiles_every_start() -> bool:
     """Whether the commands find Stalwart's modules uncompiled, and may not cache them: each start compiles them."""
+    from stalwart.client import cli
+
     return not Path(importlib.util.cache_from_source(cli.__file__)).exists() and bool(
         os.environ.get("PYTHONDONTWRITEBYTECODE")
     )
@@ -98,6 +98,10 @@ def _caching_bytecode(folder: str) -> dict[str, str]:
 
 
 async def main(repeat: int) -> None:
+    # Loaded here, after argparse: `--help` or a refused option answers without the SDK's seconds of imports.
+    from bench.harness import bench_server
+    from stalwart.client.agent_files import load_agent
+
     async with bench_server() as stalwart:
         handle = await stalwart.start(load_agent(AGENT_FILE), "What is (17 * 23) + 4?")
         await handle.result()

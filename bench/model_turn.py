@@ -24,22 +24,17 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-import anthropic
-import openai
+from typing import TYPE_CHECKING, Any
 
 from bench.options import count
-from stalwart.activities.providers.anthropic import AnthropicProvider
-from stalwart.activities.providers.base import StreamingModelProvider
-from stalwart.activities.providers.calling import Endpoint
-from stalwart.activities.providers.clients import SdkClient, SdkClients
-from stalwart.activities.providers.openai_chat import OpenAIChatProvider
-from stalwart.contracts.activities import ModelContext
-from stalwart.contracts.agent import AgentSpec
-from stalwart.contracts.messages import Message
-from tests.wire_server.script import Reply
-from tests.wire_server.server import WireServer
+
+# The SDKs and the providers are loaded where they are used, after argparse: `--help` or a refused option answers
+# without their seconds of imports. None is imported inside a timed turn.
+if TYPE_CHECKING:
+    from stalwart.activities.providers.base import StreamingModelProvider
+    from stalwart.activities.providers.clients import SdkClient, SdkClients
+    from stalwart.contracts.activities import ModelContext
+    from tests.wire_server.server import WireServer
 
 ANSWER = "The answer is 395, and that is all there is to it."
 KEY = "sk-bench-0123456789"
@@ -54,6 +49,10 @@ class _Ignore:
 
 
 def _context(model: str, base_url: str) -> ModelContext:
+    from stalwart.contracts.activities import ModelContext
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import Message
+
     agent = AgentSpec(name="bench", model=model, base_url=base_url, api_key_env=KEY_ENV)
     return ModelContext(agent=agent, step=1, tools=[], messages=[Message(role="user", content="What is 17*23+4?")])
 
@@ -68,6 +67,12 @@ async def _timed(turns: int, turn: Callable[[], Awaitable[object]]) -> list[floa
 
 
 async def _chat_rows(wire: WireServer, turns: int) -> dict[str, list[float]]:
+    import openai
+
+    from stalwart.activities.providers.calling import Endpoint
+    from stalwart.activities.providers.openai_chat import OpenAIChatProvider
+    from tests.wire_server.script import Reply
+
     script = wire.script(*[Reply(text=ANSWER)] * (3 * turns + 3))
     client = openai.AsyncOpenAI(api_key=KEY, base_url=script.openai_base_url, max_retries=0)
     return await _compare(
@@ -80,6 +85,11 @@ async def _chat_rows(wire: WireServer, turns: int) -> dict[str, list[float]]:
 
 
 async def _anthropic_rows(wire: WireServer, turns: int) -> dict[str, list[float]]:
+    import anthropic
+
+    from stalwart.activities.providers.anthropic import AnthropicProvider
+    from tests.wire_server.script import Reply
+
     script = wire.script(*[Reply(text=ANSWER)] * (3 * turns + 3))
     client = anthropic.AsyncAnthropic(api_key=KEY, base_url=script.anthropic_base_url, max_retries=0)
     return await _compare(
@@ -98,6 +108,8 @@ async def _compare(
     provider: Callable[[SdkClients], StreamingModelProvider],
     context: ModelContext,
 ) -> dict[str, list[float]]:
+    from stalwart.activities.providers.clients import SdkClients
+
     kept = SdkClients()
 
     async def bare() -> None:
@@ -133,6 +145,8 @@ async def _rows(turns: int, *kinds: Callable[[], Awaitable[None]]) -> dict[str, 
 
 
 async def main(turns: int) -> None:
+    from tests.wire_server.server import WireServer
+
     os.environ[KEY_ENV] = KEY
     wire = WireServer()
     await wire.start()

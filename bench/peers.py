@@ -45,18 +45,21 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import ModuleType
-
-from temporalio.client import Client
+from typing import TYPE_CHECKING
 
 from bench import fake_model
 from bench.concurrency import process_cpu_seconds
 from bench.fake_model import FAKE_MODEL_URL, KEY_ENV
-from bench.harness import OUR_QUEUE, Run, measure, scratch_storage
 from bench.options import count, seconds
-from stalwart.client.api import StalwartClient
-from stalwart.contracts.agent import AgentSpec, Budgets
-from stalwart.workers.dev_server import DevServer
-from stalwart.workers.worker import build_worker
+
+# The SDK, the worker and the harness are loaded where they are used, after argparse: `--help` or a refused option
+# answers without their seconds of imports. None is imported inside a measured run.
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from bench.harness import Run
+    from stalwart.client.api import StalwartClient
+    from stalwart.contracts.agent import AgentSpec
 
 KEY = "sk-bench-0123456789"
 OURS = "stalwart"
@@ -92,6 +95,8 @@ def load(module: str) -> ModuleType | str:
 
 
 def our_agent(base_url: str, model_calls: int) -> AgentSpec:
+    from stalwart.contracts.agent import AgentSpec, Budgets
+
     return AgentSpec(
         name="bench-peers",
         instructions=fake_model.INSTRUCTIONS,
@@ -129,6 +134,8 @@ def new_id() -> str:
 
 async def timed(side: Side, stalwart: StalwartClient, server_pid: int, calls: int) -> tuple[Run, float, float]:
     """One run of `side`: its wall time and history, this process's and the server's CPU seconds during it."""
+    from bench.harness import Run, measure
+
     workflow_id = new_id()
     server_cpu, cpu, started = process_cpu_seconds(server_pid), time.process_time(), time.perf_counter()
     await side.run(calls, workflow_id)
@@ -139,6 +146,8 @@ async def timed(side: Side, stalwart: StalwartClient, server_pid: int, calls: in
 
 async def grow(side: Side, stalwart: StalwartClient, model_calls: int) -> Run | str:
     """A run of `model_calls` model calls, or what became of it and how large its history was then."""
+    from bench.harness import Run, measure
+
     workflow_id = new_id()
     try:
         await side.run(model_calls - 1, workflow_id)
@@ -158,6 +167,11 @@ def size(value: float) -> str:
 
 
 async def main(calls: int, rounds: int, growth: list[int], latency: float) -> None:
+    from bench.harness import OUR_QUEUE, scratch_storage
+    from stalwart.client.api import StalwartClient
+    from stalwart.workers.dev_server import DevServer
+    from stalwart.workers.worker import build_worker
+
     os.environ[KEY_ENV] = KEY
     skipped: dict[str, str] = {}
     with fake_model.start(latency) as base_url, scratch_storage(unless_configured=True):
@@ -197,6 +211,8 @@ async def main(calls: int, rounds: int, growth: list[int], latency: float) -> No
 def report(
     sides: list[Side], skipped: dict[str, str], calls: int, rounds: int, growth: list[int], latency: float
 ) -> None:
+    from bench.harness import Run
+
     print(
         f"{calls} tool calls per run ({calls + 1} model calls), {rounds} rounds of each side after a warm-up, "
         f"in rotated order; model latency {latency * 1000:g} ms; per step = median run / {calls}"

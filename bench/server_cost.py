@@ -35,7 +35,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench import baselines
 from bench.concurrency import (
     BARE_QUEUE,
     TOOL_TURNS,
@@ -45,12 +44,20 @@ from bench.concurrency import (
     process_cpu_seconds,
     run_phase,
 )
-from bench.harness import measure
 from bench.options import count, seconds
 
+# The SDK, the worker and the baselines are loaded where they are used, after argparse: `--help` or a refused
+# option answers without their seconds of imports.
+
 ALL_THREE = "all three"
-SIDES = ("bare", *baselines.PRICED_FEATURES, ALL_THREE, "ours")
 WARM_UP_RUNS = 20
+
+
+def _sides() -> tuple[str, ...]:
+    """The phases, in order: bare, bare with each priced feature, with all three, ours."""
+    from bench import baselines
+
+    return ("bare", *baselines.PRICED_FEATURES, ALL_THREE, "ours")
 
 
 def _server_ms_per_run(phase: Phase) -> float:
@@ -58,6 +65,10 @@ def _server_ms_per_run(phase: Phase) -> float:
 
 
 async def main(runs: int, latency: float, settle: float) -> None:
+    from bench import baselines
+    from bench.harness import measure
+
+    sides = _sides()
     async with ours_and_bare(latency) as (stalwart, pid):
         client = stalwart.temporal
         agent = echo_agent()
@@ -92,35 +103,38 @@ async def main(runs: int, latency: float, settle: float) -> None:
             return start
 
         totals: dict[str, Phase] = {}
-        for side in SIDES:
+        for side in sides:
             await run_phase("warm-up", min(runs, WARM_UP_RUNS), starting(side, "warm-up"), pid)
-        sizes = {side: await measure(stalwart, first_ids[side]) for side in SIDES}
+        sizes = {side: await measure(stalwart, first_ids[side]) for side in sides}
         extra = sizes["ours"][1] - sizes["bare"][1]
         explained = sum(sizes[side][1] - sizes["bare"][1] for side in baselines.PRICED_FEATURES)
         # In each activity's input and its result; JSON adds nothing to ASCII letters.
         padding = "x" * max(0, (extra - explained) // (2 * sizes["history bytes"][2]))
         first_ids.pop("history bytes")
         first_ids.pop(ALL_THREE)
-        for number, side in enumerate([*SIDES, *reversed(SIDES)]):
+        for number, side in enumerate([*sides, *reversed(sides)]):
             before = process_cpu_seconds(pid)
             phase = await run_phase(side, runs, starting(side, f"p{number}"), pid)
             await asyncio.sleep(settle)
             phase = dataclasses.replace(phase, server_cpu_seconds=process_cpu_seconds(pid) - before)
             totals[side] = totals[side] + phase if side in totals else phase
-        history = {side: (await measure(stalwart, first_ids[side]))[1] for side in SIDES}
+        history = {side: (await measure(stalwart, first_ids[side]))[1] for side in sides}
     _report(runs, latency, settle, totals, history)
 
 
 def _report(runs: int, latency: float, settle: float, totals: dict[str, Phase], history: dict[str, int]) -> None:
+    from bench import baselines
+
+    sides = _sides()
     print(
         f"{runs} runs a phase, each {TOOL_TURNS} turns of a {latency * 1000:.0f} ms model and a no-op tool, then a "
-        f"last model step; phases {', '.join([*SIDES, *reversed(SIDES)])}; the dev server's CPU counted until "
+        f"last model step; phases {', '.join([*sides, *reversed(sides)])}; the dev server's CPU counted until "
         f"{settle:g} s after each phase's last result"
     )
     bare = totals["bare"]
     print(f"{'side':>18}  {'server CPU a run':>16}  {'over bare':>9}  {'steps/s':>7}  {'history a run':>13}")
     over_bare = {side: _server_ms_per_run(total) - _server_ms_per_run(bare) for side, total in totals.items()}
-    for side in SIDES:
+    for side in sides:
         total = totals[side]
         over = "" if side == "bare" else f"{over_bare[side]:+7.1f} ms"
         print(

@@ -52,48 +52,23 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import TypeAdapter
-from temporalio import workflow
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import History
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
-
-from bench.harness import bench_server, scratch_storage, storage_bytes
 from bench.options import count
-from stalwart.activities import providers
-from stalwart.client.api import SessionHandle, StalwartClient
-from stalwart.contracts.activities import ModelContext
-from stalwart.contracts.agent import AgentSpec, ContextSettings, SessionSettings
-from stalwart.contracts.messages import AssistantTurn, Message
-from stalwart.contracts.run import AgentResult
+
+# The SDK, the worker and the contracts are loaded where they are used, after argparse: `--help` or a refused option
+# answers without their seconds of imports. The bare idle workflow is `baselines.IdleWorkflow`, with the others.
+if TYPE_CHECKING:
+    from temporalio.worker import Worker
+
+    from stalwart.client.api import SessionHandle, StalwartClient
+    from stalwart.contracts.activities import ModelContext
+    from stalwart.contracts.agent import AgentSpec
+    from stalwart.contracts.messages import AssistantTurn
+    from stalwart.contracts.run import AgentResult
 
 IDLE_QUEUE = "bench-idle"
 SENDS_AT_ONCE = 16
-_MESSAGES = TypeAdapter(list[Message])
-
-
-@workflow.defn(name="BenchIdle")
-class IdleWorkflow:
-    """The floor of an idle session: takes one message by update, keeps it, and waits on a condition."""
-
-    def __init__(self) -> None:
-        self._last = ""
-        self._done = False
-
-    @workflow.update
-    def send(self, text: str) -> str:
-        self._last = text
-        return "ok"
-
-    @workflow.signal
-    def stop(self) -> None:
-        self._done = True
-
-    @workflow.run
-    async def run(self) -> None:
-        await workflow.wait_condition(lambda: self._done)
 
 
 def text_of(size: int, label: str) -> str:
@@ -108,10 +83,14 @@ class NumberedAnswers:
         self._size = size
 
     async def complete(self, context: ModelContext) -> AssistantTurn:
+        from stalwart.contracts.messages import AssistantTurn
+
         return AssistantTurn(text=text_of(self._size, f"answer {context.step}:"), model="scripted")
 
 
 def session_agent(continue_as_new_events: int | None, max_input_tokens: int) -> AgentSpec:
+    from stalwart.contracts.agent import AgentSpec, ContextSettings, SessionSettings
+
     return AgentSpec(
         name="bench-session",
         session=SessionSettings(continue_as_new_events=continue_as_new_events),
@@ -156,6 +135,13 @@ class Point:
 
 
 async def measure(handle: SessionHandle, last: AgentResult, turns: int, content: int, root: Path) -> Point:
+    from pydantic import TypeAdapter
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.history.v1 import History
+
+    from bench.harness import storage_bytes
+    from stalwart.contracts.messages import Message
+
     histories = await handle.histories()
     sizes = [History(events=h.events).ByteSize() for h in histories]
     by_event: dict[str, int] = {}
@@ -175,7 +161,7 @@ async def measure(handle: SessionHandle, last: AgentResult, turns: int, content:
         max_events=max(len(h.events) for h in histories),
         transcripts=stored["transcripts"],
         payloads=stored["payloads"],
-        input_bytes=len(_MESSAGES.dump_json(sent.messages)),
+        input_bytes=len(TypeAdapter(list[Message]).dump_json(sent.messages)),
         input_messages=len(sent.messages),
         seconds_per_turn=0.0,
         by_event=by_event,
@@ -186,6 +172,8 @@ async def grow(
     stalwart: StalwartClient, agent: AgentSpec, checkpoints: list[int], size: int, root: Path
 ) -> list[Point]:
     """One session sent `checkpoints[-1]` messages, measured after each checkpoint; storage is the session's own."""
+    from bench.harness import storage_bytes
+
     before = storage_bytes(root)
     handle = await stalwart.start_session(agent)
     points: list[Point] = []
@@ -248,6 +236,8 @@ async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, si
     They are started in four batches, bare-session-session-bare, so that whatever drifts while
     the process runs (caches filling) weighs on both kinds alike.
     """
+    from bench.baselines import IdleWorkflow
+
     bare_ids: list[str] = []
     sessions: list[SessionHandle] = []
     message = text_of(size, "hello")
@@ -288,11 +278,16 @@ async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, si
 def idle_worker(stalwart: StalwartClient) -> Worker:
     """A worker for the bare idle workflow, sandboxed like ours.
 
-    This module is passed through rather than re-imported into each workflow's sandbox: the
-    baseline is the class alone, without this benchmark's other code (the agent workflow's module
+    Its module is passed through rather than re-imported into each workflow's sandbox: the
+    baseline is the class alone, without the benchmarks' other code (the agent workflow's module
     is re-imported per workflow, and that cost is ours).
     """
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(__name__)
+    from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    from bench.baselines import IdleWorkflow
+
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(IdleWorkflow.__module__)
     return Worker(
         stalwart.temporal,
         task_queue=IDLE_QUEUE,
@@ -337,6 +332,9 @@ def print_points(label: str, points: list[Point]) -> None:
 
 
 async def main(checkpoints: list[int], size: int, low_events: int, idle: int, max_input_tokens: int) -> None:
+    from bench.harness import bench_server, scratch_storage
+    from stalwart.activities import providers
+
     began = time.perf_counter()
     configs = {"default (Temporal's suggestion)": None, f"continue_as_new_events={low_events}": low_events}
     with scratch_storage() as root:
@@ -375,11 +373,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.idle < 2 or args.content_bytes < 16:
         parser.error("--idle needs 2 or more, --content-bytes 16 or more")
-    # Run from the module under its own name, not `__main__`: the idle worker passes it through by that name.
-    from bench import session_growth
-
-    asyncio.run(
-        session_growth.main(
-            sorted(set(args.turns)), args.content_bytes, args.low_events, args.idle, args.max_input_tokens
-        )
-    )
+    asyncio.run(main(sorted(set(args.turns)), args.content_bytes, args.low_events, args.idle, args.max_input_tokens))
