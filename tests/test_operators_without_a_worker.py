@@ -70,12 +70,14 @@ async def test_operators_without_a_worker_show_events_pending_and_approve_still_
         [waiting] = await until_pending(handle)
         while not any(s.tool_name == "calculator" and s.ended_at for s in (await handle.state()).steps):
             await asyncio.sleep(0.05)
-    # The worker is gone; the run waits for approval.
+    # The worker is gone; the run waits for approval. The four commands only read, so they run side by side.
     started = time.monotonic()
-    shown = _stalwart(dev_env.address, "show", handle.run_id)
-    events = _stalwart(dev_env.address, "show", handle.run_id, "--events", "--json")
-    pending_one = _stalwart(dev_env.address, "pending", handle.run_id)
-    pending_all = _stalwart(dev_env.address, "pending")
+    shown, events, pending_one, pending_all = await asyncio.gather(
+        asyncio.to_thread(_stalwart, dev_env.address, "show", handle.run_id),
+        asyncio.to_thread(_stalwart, dev_env.address, "show", handle.run_id, "--events", "--json"),
+        asyncio.to_thread(_stalwart, dev_env.address, "pending", handle.run_id),
+        asyncio.to_thread(_stalwart, dev_env.address, "pending"),
+    )
     print(f"\nshow, show --events, pending RUN, pending without a worker: {time.monotonic() - started:.1f}s in all")
 
     assert shown.returncode == 0, shown.stderr
