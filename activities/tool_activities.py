@@ -127,10 +127,6 @@ class ToolActivities:
         """
         info = activity.info()
         key = (info.workflow_run_id, info.activity_id)
-        if info.is_local:
-            return await self._in_flight.run(
-                key, lambda: self._run_local(request), what=f"tool call {request.call.name}"
-            )
         if info.attempt > 1 and key in self._finished:
             activity.logger.info(
                 "tool call %s finished on this worker before, but its result did not reach the server; "
@@ -140,30 +136,22 @@ class ToolActivities:
             )
             return self._finished[key]
         what = f"tool call {request.call.name}"
-        return await self._in_flight.run(key, lambda: self._run_kept(request, key), what=what)
+        return await self._in_flight.run(key, lambda: self._run_kept(request, key, local=info.is_local), what=what)
 
-    async def _run_kept(self, request: ToolRequest, key: tuple[str | None, str]) -> ToolResult:
-        """Run the call, and keep its result here for a later attempt of it."""
+    async def _run_kept(self, request: ToolRequest, key: tuple[str | None, str], *, local: bool) -> ToolResult:
+        """Run the call, and keep its result here for a later attempt of it.
+
+        A `local` one (a fast tool, run inside the workflow's task) times no heartbeats: nothing reads a local
+        activity's (it has no heartbeat timeout, and the server never sees it); its attempt's short timeout stands
+        in for them."""
         with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
-            result = observed.result(await self._run_tool(request))
+            result = observed.result(await self._run_tool(request, heartbeats=not local))
         if request.chain_id is not None and self._transcripts is not None:
             result = await self._kept(request.chain_id, result)
         if len(result.text) <= FINISHED_RESULT_MAX_CHARS:
             self._finished[key] = result
         while len(self._finished) > FINISHED_RESULTS_KEPT:
             self._finished.popitem(last=False)
-        return result
-
-    async def _run_local(self, request: ToolRequest) -> ToolResult:
-        """A fast tool's call, run as a local activity inside the workflow's task (the fast path of a tool call).
-
-        Its result is not kept for a later attempt: a local activity's completion goes to the workflow on this
-        worker, so it cannot be lost on the way to the server, and a retried attempt follows a failed one. It sends
-        no heartbeat (the SDK has nowhere to send one), so none is timed."""
-        with telemetry.tool_call(request.call.name, request.tool.kind) as observed:
-            result = observed.result(await self._run_tool(request, heartbeats=False))
-        if request.chain_id is not None and self._transcripts is not None:
-            result = await self._kept(request.chain_id, result)
         return result
 
     async def _kept(self, chain_id: str, result: ToolResult) -> ToolResult:
