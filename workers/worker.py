@@ -26,9 +26,19 @@ worker may take it. The SDK's 10 s made a run whose worker was killed wait 10 s 
 took 15 s, reading history after its tries) and before its next step; a worker alive takes a task in milliseconds.
 """
 
-WORKER_DEFAULTS: dict[str, Any] = {"sticky_queue_schedule_to_start_timeout": STICKY_QUEUE_TIMEOUT}
-"""Worker options `build_worker` sets unless given: the sticky queue's timeout, and nothing for throughput, as
-`bench/concurrency.py` found no SDK default binding.
+WORKFLOW_TASK_STORAGE_CONCURRENCY = 1
+"""Payloads of one workflow task stored or fetched at once. With the SDK's 3, its storage pass over an activation
+or a completion starts an asyncio task for each payload, even the small ones that never go to storage: 0.1 ms of
+each activation's decoding and of each completion's encoding, 0.45 ms of a fast tool call's two activations
+(bench/README.md). A task with several payloads over the storage threshold stores them one after another; the
+activities store large results and conversations themselves, so a workflow task seldom holds two."""
+
+WORKER_DEFAULTS: dict[str, Any] = {
+    "sticky_queue_schedule_to_start_timeout": STICKY_QUEUE_TIMEOUT,
+    "max_workflow_task_external_storage_concurrency": WORKFLOW_TASK_STORAGE_CONCURRENCY,
+}
+"""Worker options `build_worker` sets unless given: the sticky queue's timeout, one payload at a time through
+storage, and nothing for throughput, as `bench/concurrency.py` found no SDK default binding.
 
 At 1,000 runs at once the machine's cores run out first: 100 activity slots of 200 ms model calls allow
 500 calls a second against the 45 to 60 steps a second measured (so about 10 slots in use), and the sticky
