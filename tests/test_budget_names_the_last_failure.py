@@ -126,7 +126,7 @@ class _CutWhileAsking:
         deadline = workflow.now() + timedelta(seconds=1)
 
         async def work() -> None:
-            await workflow.sleep(1.2)
+            await workflow.sleep(2)  # a second after the timer: under load, not in the same workflow task
             raise deadlines.DeadlineReached()
 
         try:
@@ -154,7 +154,7 @@ class _FailsWhileAsking:
         deadline = workflow.now() + timedelta(seconds=1)
 
         async def work() -> None:
-            await workflow.sleep(1.2)
+            await workflow.sleep(2)  # a second after the timer: under load, not in the same workflow task
             raise ApplicationError("the ledger refused the entry", non_retryable=True)
 
         try:
@@ -175,3 +175,44 @@ async def test_work_failing_for_good_while_the_run_asks_why_is_cut_all_the_same_
         "the model call failed 2 attempts, the last with ModelUnavailableError: down",
         "then: the ledger refused the entry",
     ]
+
+
+fast_attempts: list[str] = []
+
+
+@tool(fast=True, side_effecting=True)
+async def always_locked_fast(target: str) -> str:
+    """Acts on `target` at once (a fast tool: a local activity), but another job keeps it locked.
+
+    Args:
+        target: What to act on.
+    """
+    fast_attempts.append(target)
+    raise RetryableToolError(f"{target} is locked by another job")
+
+
+async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budget_instead_of_failing_the_run(
+    dev_env, task_queue
+):
+    """A local activity retries inside the worker, holding the workflow task, so the turn's timer is not heard
+    while it does: the attempt due after the deadline (about 3 s, after 1 and 2 s of backoff) refuses to start
+    (`BUDGET_OVER`, a failure for good), which the SDK raises unwrapped from a local activity, not in an
+    `ActivityError`. It failed the run; it is the budget's cut, as it is for a full activity."""
+    fast_attempts.clear()
+    registry = default_registry()
+    registry.register(always_locked_fast)
+    agent = AgentSpec(
+        name="locked-fast",
+        tools=["always_locked_fast"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="always_locked_fast", arguments={"target": "db"})]),
+            ScriptedReply(text="never reached"),
+        ],
+        budgets=Budgets(max_seconds=2),
+    )
+    async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
+        handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(agent, "act")
+        result = await handle.result()
+    assert result.stop_reason == "max_seconds", result.error
+    assert len(fast_attempts) >= 2  # it was being retried when the deadline came
+    assert result.steps[-1].error == "cancelled: wall-clock budget of 2s reached"

@@ -79,7 +79,8 @@ async def execute_activity(
     `workflow.execute_activity` (or `execute_local_activity`) as they are.
 
     Raises `DeadlineReached` when no time is left to schedule it, or when it failed because the deadline passed
-    (`budget_over`); any other failure is raised on as the `ActivityError` it is."""
+    (`budget_over`); any other failure is raised on as the `ActivityError` it is (a local activity's failure for
+    good as the SDK raises it: unwrapped)."""
     start_to_close, schedule_to_close = capped(deadline, start_to_close, schedule_to_close)
     options.update(start_to_close_timeout=start_to_close, schedule_to_close_timeout=schedule_to_close)
     try:
@@ -88,6 +89,13 @@ async def execute_activity(
         return await workflow.execute_activity(activity, arg, result_type=result_type, **options)
     except ActivityError as err:
         if budget_over(err, deadline):
+            raise DeadlineReached() from err
+        raise
+    except ApplicationError as err:
+        # A local activity retries inside the worker, holding the workflow's task, so the deadline's timer is not
+        # heard meanwhile: the attempt due after the deadline refuses to start (`BUDGET_OVER`), and the SDK raises
+        # a local activity's failure for good unwrapped, not in an `ActivityError`. Runs recorded before failed.
+        if local and err.type == BUDGET_OVER and patches.active(patches.LOCAL_REFUSAL_PAST_THE_DEADLINE_IS_THE_CUT):
             raise DeadlineReached() from err
         raise
 
