@@ -23,7 +23,14 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    RetryState,
+    TimeoutError,
+    is_cancelled_exception,
+)
 
 from stalwart.contracts import names
 from stalwart.contracts.activities import BUDGET_OVER
@@ -79,25 +86,41 @@ async def execute_activity(
     `workflow.execute_activity` (or `execute_local_activity`) as they are.
 
     Raises `DeadlineReached` when no time is left to schedule it, or when it failed because the deadline passed
-    (`budget_over`); any other failure is raised on as the `ActivityError` it is (a local activity's failure for
-    good as the SDK raises it: unwrapped)."""
+    (`budget_over`); any other failure is raised on as the `ActivityError` it is, a local activity's too."""
     start_to_close, schedule_to_close = capped(deadline, start_to_close, schedule_to_close)
     options.update(start_to_close_timeout=start_to_close, schedule_to_close_timeout=schedule_to_close)
     try:
         if local:
-            return await workflow.execute_local_activity(activity, arg, result_type=result_type, **options)
+            return await _local(activity, arg, result_type, options)
         return await workflow.execute_activity(activity, arg, result_type=result_type, **options)
     except ActivityError as err:
         if budget_over(err, deadline):
             raise DeadlineReached() from err
         raise
+
+
+async def _local(activity: str, arg: Any, result_type: type[T], options: dict[str, Any]) -> T:
+    """A local activity's result; its failure for good in an `ActivityError`, as a full activity's comes.
+
+    The SDK raises a local activity's failure for good (non-retryable, or its last attempt's when its attempts are
+    spent) unwrapped, which callers that read an `ActivityError` missed: a fast tool that kept failing failed the
+    run instead of giving the model its error, and its attempt refusing to start past the deadline (`BUDGET_OVER`;
+    its retries hold the workflow's task, so the deadline's timer is not heard meanwhile) failed the run instead of
+    cutting the turn. Runs recorded before raised it as it came."""
+    try:
+        return await workflow.execute_local_activity(activity, arg, result_type=result_type, **options)
     except ApplicationError as err:
-        # A local activity retries inside the worker, holding the workflow's task, so the deadline's timer is not
-        # heard meanwhile: the attempt due after the deadline refuses to start (`BUDGET_OVER`), and the SDK raises
-        # a local activity's failure for good unwrapped, not in an `ActivityError`. Runs recorded before failed.
-        if local and err.type == BUDGET_OVER and patches.active(patches.LOCAL_REFUSAL_PAST_THE_DEADLINE_IS_THE_CUT):
-            raise DeadlineReached() from err
-        raise
+        if not patches.active(patches.LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS):
+            raise
+        raise ActivityError(
+            "Local activity failed",
+            scheduled_event_id=0,
+            started_event_id=0,
+            identity="",
+            activity_type=activity,
+            activity_id="",
+            retry_state=RetryState.NON_RETRYABLE_FAILURE if err.non_retryable else None,
+        ) from err
 
 
 def cuts(deadline: datetime | None, schedule_to_close: timedelta, scheduled_at: datetime) -> bool:

@@ -46,8 +46,9 @@ BUDGET_NAMES_RETRIED_FAILURES = "budget-names-retried-failures"
 """A turn cut by its wall-clock timer asks (an activity) how the calls it cuts had failed, and its error says."""
 BUDGET_CUT_OUTRANKS_LATER_FAILURES = "budget-cut-outranks-later-failures"
 """Work that fails for good after the turn's timer fired, while the run asks `retried_calls`, is cut all the same."""
-LOCAL_REFUSAL_PAST_THE_DEADLINE_IS_THE_CUT = "local-refusal-past-the-deadline-is-the-cut"
-"""A fast tool's attempt that refuses to start past the deadline (`BUDGET_OVER`) cuts the turn, not fails the run."""
+LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS = "local-activity-failures-as-activity-errors"
+"""A local activity's failure for good, which the SDK raises unwrapped, is read in an `ActivityError` (a fast tool's
+error goes to the model, its refusal past the deadline cuts the turn) instead of failing the run."""
 
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
@@ -66,7 +67,7 @@ ALL = (
     SEND_RESULT_WITHOUT_METRICS,
     BUDGET_NAMES_RETRIED_FAILURES,
     BUDGET_CUT_OUTRANKS_LATER_FAILURES,
-    LOCAL_REFUSAL_PAST_THE_DEADLINE_IS_THE_CUT,
+    LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 

@@ -15,6 +15,7 @@ from temporalio.worker import Replayer
 
 from stalwart.activities.tool_activities import HEARTBEAT_EVERY_SECONDS
 from stalwart.activities.tools import tool
+from stalwart.activities.tools.registry import RetryableToolError
 from stalwart.client.api import StalwartClient
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.converter import DATA_CONVERTER
@@ -180,3 +181,29 @@ async def test_a_fast_tool_that_needs_approval_waits_for_it_then_runs_as_a_local
     assert [p.tool_name for p in pending] == ["stamp"]
     assert result.steps[2].result == "[ok]"
     assert RUN_TOOL_ACTIVITY not in scheduled_tools(history)
+
+
+@tool(fast=True)
+def always_busy(target: str) -> str:
+    """Acts on `target`, which stays busy.
+
+    Args:
+        target: What to act on.
+    """
+    raise RetryableToolError(f"{target} is busy")
+
+
+async def test_a_fast_tool_that_fails_every_attempt_gives_the_model_its_error_as_a_full_activity_does(
+    stalwart, worker_with
+):
+    """Its attempts (`TOOL_RETRY`: 5, about 15 s of backoff) spent, the SDK raises a local activity's last failure
+    unwrapped, not in an `ActivityError`: it failed the run."""
+    spec = agent(ScriptedToolCall(name="always_busy", arguments={"target": "db"}), tools=["always_busy"])
+    async with worker_with(always_busy):
+        handle = await stalwart.start(spec, "act on the db")
+        result = await handle.result()
+        seen = await handle.model_input(2)
+    assert result.stop_reason == "done", result.error
+    (answered,) = [r for m in seen.messages if m.role == "tool" for r in m.tool_results]
+    assert answered.is_error
+    assert "db is busy" in json.loads(answered.for_model())["error"]
