@@ -44,6 +44,9 @@ _log = logging.getLogger(__name__)
 DRAIN_SECONDS = 5.0
 """How long a stopping worker waits for the outcome writes still pending; a write that takes longer (storage
 unreachable) is given up, logged: its lease goes stale as if the worker had been killed."""
+OUTCOME_WAIT_SECONDS = 1.0
+"""How long a later attempt of a call that ended here waits for its outcome's write, sending no heartbeat (a write
+takes milliseconds); past it, the attempt runs the call, as it did before records existed."""
 JOINED_HEARTBEAT_SECONDS = 1.0
 """How often an attempt that joined a running call heartbeats while it waits (the call's own beats go to the
 attempt that started it)."""
@@ -59,6 +62,8 @@ class InFlight(Generic[T]):
         self._records = records
         self._writing: set[asyncio.Task[None]] = set()
         """Outcomes being written after their call returned: the result goes back at once, not after a write."""
+        self._outcomes: dict[Hashable, asyncio.Task[None]] = {}
+        """The same writes by call: a later attempt of the call here reads its record once the write has landed."""
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._running
@@ -84,6 +89,8 @@ class InFlight(Generic[T]):
         else:
             converter = activity.payload_converter()
             if info.attempt > 1:
+                if (writing := self._outcomes.get(key)) is not None:  # else the record says this worker runs it
+                    await asyncio.wait({writing}, timeout=OUTCOME_WAIT_SECONDS)
                 record = await self._recorded_elsewhere(records, call, what)
                 if record is not None:
                     return self._handed_over(records, record, converter, what)
@@ -120,7 +127,13 @@ class InFlight(Generic[T]):
             del self._leases[key]
         if lease.cancel_if_idle() and not lease.given_up:
             return
-        self._spawn(self._record_outcome(lease, outcome))
+        writing = self._spawn(self._record_outcome(lease, outcome))
+        self._outcomes[key] = writing
+        writing.add_done_callback(functools.partial(self._outcome_written, key))
+
+    def _outcome_written(self, key: Hashable, writing: asyncio.Task[None]) -> None:
+        if self._outcomes.get(key) is writing:  # not a later call's write under the same key
+            del self._outcomes[key]
 
     @staticmethod
     async def _record_outcome(lease: Lease, outcome: Callable[[], CallRecord]) -> None:
@@ -134,10 +147,11 @@ class InFlight(Generic[T]):
             return
         await lease.end(record)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         writing = asyncio.ensure_future(coroutine)
         self._writing.add(writing)  # referenced until it ends: the loop keeps only a weak reference to a task
         writing.add_done_callback(self._written)
+        return writing
 
     def _written(self, writing: asyncio.Task[None]) -> None:
         """Forget a finished outcome write; an error it did not expect is logged, not left for the garbage

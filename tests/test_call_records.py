@@ -216,3 +216,24 @@ async def test_draining_gives_up_on_an_outcome_storage_does_not_take_and_says_so
     assert await _attempt(1).run(in_flight.run, "key", long, what="a call") == RESULT
     await in_flight.drain()
     assert "the worker stops without recording the outcome of 1 call(s)" in caplog.text
+
+
+async def test_a_later_attempt_on_the_same_worker_waits_for_the_outcome_still_being_written_and_does_not_run_again(
+    monkeypatch,
+):
+    """The server gave up on attempt 1 (an outage) while its call ran on; the call then failed for good, and its
+    outcome is still being written when attempt 2 comes to this worker: the record still holds this worker's own
+    running lease, which a later attempt takes for a call no longer running here, and ran the call again."""
+    monkeypatch.setattr(call_records, "LEASE_RENEW_SECONDS", 0.01)
+    blobs = _SlowToTakeOutcomes()
+    in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult, lambda: blobs))
+
+    async def refused() -> ToolResult:
+        await asyncio.sleep(0.1)
+        raise ApplicationError("refused", type="Refused", non_retryable=True)
+
+    with pytest.raises(ApplicationError):
+        await _attempt(1).run(in_flight.run, "key", refused, what="a call")
+    with pytest.raises(ApplicationError) as again:
+        await _attempt(2).run(in_flight.run, "key", _not_run, what="a call")
+    assert (again.value.message, again.value.type) == ("refused", "Refused")
