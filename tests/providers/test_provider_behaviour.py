@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 from flavors import Flavor, agent_for, run_agent, start_run
@@ -106,7 +107,7 @@ async def test_slow_first_token_is_cut_and_retried(time_skipping_env, task_queue
 
 async def test_first_token_may_take_longer_than_the_stall_deadline(time_skipping_env, task_queue, wire, flavor: Flavor):
     """`stall_seconds` bounds the silence between events; before the first one only `first_token_seconds` applies."""
-    script = wire.script(Stall(seconds=2, then=Reply(text=ANSWER)))
+    script = wire.script(Stall(seconds=1, then=Reply(text=ANSWER)))  # twice the stall deadline
     agent = agent_for(flavor, script, tools=[], extra={"first_token_seconds": 30, "stall_seconds": 0.5})
     result = await run_agent(time_skipping_env, task_queue, agent)
     assert (result.stop_reason, result.answer, len(script.requests)) == ("done", ANSWER, 1)
@@ -169,7 +170,7 @@ async def test_api_key_never_enters_the_history(time_skipping_env, task_queue, w
 
 async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env, task_queue, wire, flavor: Flavor):
     """A turn that cannot call tools is known final from its first token, and streams (Prompty §9.3)."""
-    script = wire.script(Reply(text=LONG_ANSWER, pause=0.1))
+    script = wire.script(Reply(text=LONG_ANSWER, pause=0.05))  # a word every 0.05 s, a second in all
     stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         run = await stalwart.start(agent_for(flavor, script, tools=[]), "What is 17*23+4?")
@@ -183,21 +184,23 @@ async def test_final_answer_streams_to_the_client_as_generated(time_skipping_env
 
 
 async def test_retried_stream_does_not_repeat_text_to_the_client(time_skipping_env, task_queue, wire, flavor: Flavor):
-    script = wire.script(Cut(Reply(text=LONG_ANSWER, pause=0.1), events=10), Reply(text=LONG_ANSWER, pause=0.05))
+    script = wire.script(Cut(Reply(text=LONG_ANSWER, pause=0.05), events=10), Reply(text=LONG_ANSWER, pause=0.05))
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Explain 17*23+4.")
-        events = [event async for event in stream_answer(handle, poll_interval=0.05)]
+        events = [(time.monotonic(), event) async for event in stream_answer(handle, poll_interval=0.05)]
     assert len(script.requests) == 2
-    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == LONG_ANSWER
-    assert not [e for e in events if isinstance(e, AnswerRetracted)]
+    deltas = [(at, e.text) for at, e in events if isinstance(e, AnswerDelta)]
+    assert [text for at, text in deltas if at < script.requests[1].at], "the cut attempt's text reached the client"
+    assert "".join(text for _, text in deltas) == LONG_ANSWER
+    assert not [e for _, e in events if isinstance(e, AnswerRetracted)]
 
 
 async def test_text_before_a_tool_call_does_not_stay_in_the_streamed_answer(
     time_skipping_env, task_queue, wire, flavor: Flavor
 ):
     script = wire.script(
-        Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.1),
-        Reply(text=ANSWER, pause=0.1),
+        Reply(text="Let me work that out with the calculator first.", calls=(CALC,), pause=0.05),
+        Reply(text=ANSWER, pause=0.05),
     )
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script), "What is 17*23+4?")
