@@ -283,18 +283,69 @@ def redact(text: str, *, partial_tail: bool = False) -> str:
     """`text` with every secret value replaced by `[redacted]`.
 
     With `partial_tail` (text that is still streaming), an ending that could be the start of a
-    secret is held back too, so a key split across two chunks is never shown in part.
+    secret is held back too, so a key split across two chunks is never shown in part. It is held back
+    before any replacement as well: a secret of several lines (a key file, each line a secret too) is not
+    shown as its first lines redacted, and its short lines whole, while the rest of it is still to come.
     """
+    if partial_tail and not _straddled(text, cut := len(text) - _pending(text)):
+        text = text[:cut]
     for secret in _by_length:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if partial_tail and text:
-        for secret in _by_length:
-            for length in range(min(len(secret) - 1, len(text)), 0, -1):
-                if text.endswith(secret[:length]):
-                    text = text[:-length]
-                    break
+    if partial_tail:
+        text = text[: len(text) - _pending(text)]
     return text
+
+
+def _pending(text: str) -> int:
+    """How long the longest ending of `text` that is the start (not the whole) of a secret is; 0 if none."""
+    longest = 0
+    for secret in _by_length:
+        at = max(len(text) - len(secret) + 1, 0)
+        while (at := text.find(secret[0], at)) != -1 and len(text) - at > longest:
+            if secret.startswith(text[at:]):
+                longest = len(text) - at
+                break
+            at += 1
+    return longest
+
+
+def _straddled(text: str, at: int) -> bool:
+    """Whether a whole secret in `text` begins before `at` and ends after it: it is redacted whole whatever follows,
+    so cutting it there would show its start."""
+    return at < len(text) and any(
+        text.find(secret, max(at - len(secret) + 1, 0), at + len(secret) - 1) != -1 for secret in _by_length
+    )
+
+
+class RedactedStream:
+    """Text that arrives in pieces (a streamed answer), as it may be shown so far: redacted, and without an ending
+    that could be the start of a secret (`redact(..., partial_tail=True)` of all the text so far).
+
+    Each piece costs the redaction of the text not yet settled, not of everything so far: text up to a point no
+    secret can straddle (no ending of it is the start of one) redacts the same whatever follows, so it is settled.
+    """
+
+    def __init__(self) -> None:
+        self._settled = ""
+        """The shown text of every piece up to the last point no secret could straddle."""
+        self._open = ""
+        """The text as written since that point: it never leaves the worker unredacted."""
+        self.shown = ""
+
+    def add(self, piece: str) -> str:
+        """Take the next piece; returns the text that may be shown now (`shown`)."""
+        self._open += piece
+        if _pending(self._open):
+            tail = redact(self._open, partial_tail=True)
+        else:
+            tail = redact(self._open)
+            if held := _pending(tail):  # text ending where a secret starts, once another secret is replaced
+                tail = tail[:-held]
+            else:
+                self._settled, self._open, tail = self._settled + tail, "", ""
+        self.shown = self._settled + tail
+        return self.shown
 
 
 def contains_secret(text: str) -> bool:

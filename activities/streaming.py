@@ -14,13 +14,14 @@ liveness signal the heartbeat timeout needs. The SDK throttles heartbeats;
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Protocol
 
-from stalwart.activities import stream_broker
+from stalwart.activities import secrets, stream_broker
 from stalwart.activities.heartbeats import heartbeating
 from stalwart.contracts.stream import StreamChunk, StreamProgress
 
@@ -65,6 +66,10 @@ class AnswerPublisher:
     Each chunk is pushed to the worker's stream broker as it arrives (`push`, found from the running activity
     unless given); heartbeats, at most every PUBLISH_EVERY_SECONDS, stay the record a client without the push
     channel reads, and the one a retried attempt is compared with.
+
+    Both carry the text redacted (`secrets.RedactedStream`), never as the model wrote it: a key the model echoes,
+    or the start of one while the rest is still to come, reaches no subscriber on either path, and what they are
+    shown is the start of the answer the run records (redacted the same way).
     """
 
     def __init__(
@@ -77,6 +82,8 @@ class AnswerPublisher:
         attempt: int | None = None,
     ) -> None:
         self._progress = StreamProgress(step=step)
+        """What subscribers may be shown: `text` is the redacted text so far."""
+        self._redacted = secrets.RedactedStream()
         self._publish = publish
         self._push = push if push is not None else stream_broker.publisher()
         self._attempt = attempt if attempt is not None else stream_broker.current_attempt()
@@ -91,9 +98,12 @@ class AnswerPublisher:
             return
         if self._hold:
             return  # nothing of a held turn is published
-        at = len(self._progress.text)
-        self._progress = self._progress.model_copy(update={"text": self._progress.text + delta})
-        self._push_chunk(at=at, text=delta)
+        before, now = self._progress.text, self._redacted.add(delta)
+        if now == before:
+            return  # held back: it may be the start of a secret
+        at = len(os.path.commonprefix([before, now]))  # all of `before`, but for secrets that overlap each other
+        self._progress = self._progress.model_copy(update={"text": now})
+        self._push_chunk(at=at, text=now[at:])
         self.chunk()
 
     def tool_call(self) -> None:

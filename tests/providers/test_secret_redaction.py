@@ -15,9 +15,12 @@ from flavors import FLAVORS, Flavor, agent_for, run_agent, start_run
 from stalwart.activities import secrets
 from stalwart.activities.providers.base import ModelGarbledError
 from stalwart.activities.providers.errors import SHOWN_BYTES
+from stalwart.activities.streaming import AnswerPublisher
 from stalwart.client.stream import AnswerDelta, stream_answer
+from stalwart.contracts.stream import StreamChunk, StreamProgress, apply_chunk
 from stalwart.workers.worker import build_worker
 
+from support.secret_values import forgetting_afterwards  # noqa: F401 - a fixture
 from wire_server.script import Broken, Fail, Garbage, Reply
 
 
@@ -89,6 +92,58 @@ def test_secret_leak_a_key_split_across_stream_chunks_is_never_shown_in_part():
         assert not any(key[:n] in shown for n in range(3, len(key) + 1) if shown.endswith(key[:n])), (cut, shown)
         assert key not in shown
     assert secrets.redact(text, partial_tail=True) == "the key is [redacted] ok"
+
+
+@pytest.mark.usefixtures("forgetting_afterwards")
+def test_secret_leak_a_secret_of_several_lines_is_not_shown_up_to_its_first_line_while_it_streams():
+    """A value of several lines (a key file) is a secret, and so is each line: once its first line is in, the rest
+    is still to come, so what shows must not be `[redacted]` and a line break the answer (`[redacted] ok`) lacks."""
+    first, second = _plain_key(), _plain_key()
+    secrets.remember(f"-----BEGIN KEY-----\n{first}\n{second}\n-----END KEY-----")
+    text = f"the file holds -----BEGIN KEY-----\n{first}\n{second}\n-----END KEY----- ok"
+    answer = secrets.redact(text)
+    assert answer == "the file holds [redacted] ok"
+    for cut in range(len(text) + 1):
+        shown = secrets.redact(text[:cut], partial_tail=True)
+        assert answer.startswith(shown), (cut, shown)
+
+
+@pytest.mark.usefixtures("forgetting_afterwards")
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_secret_leak_text_redacted_piece_by_piece_shows_what_redacting_all_of_it_so_far_shows(size: int):
+    """`RedactedStream` redacts only the text not yet settled: the same as redacting all of it, for less."""
+    key, lines = _plain_key(), f"-----BEGIN-----\n{_plain_key()}\n-----END-----"
+    secrets.remember(key)
+    secrets.remember(lines)
+    text = f"a {key} and {key[:10]} then {key}{key}, {lines[:30]}, {lines}{lines[:20]}. {lines} end {key[:5]}"
+    stream = secrets.RedactedStream()
+    for at in range(0, len(text), size):
+        assert stream.add(text[at : at + size]) == secrets.redact(text[: at + size], partial_tail=True), at
+
+
+@pytest.mark.usefixtures("forgetting_afterwards")
+async def test_secret_leak_a_key_the_model_streams_is_pushed_and_heartbeated_only_redacted_and_never_in_part():
+    """What the model activity hands the push channel and the heartbeats, chunk by chunk: what a subscriber holds is
+    always the start of the answer the run records, never the key nor its first letters (the push path sent the
+    model's text as it came, so a stream subscribed while the turn ran showed the key, then the redacted answer)."""
+    key = _plain_key()
+    secrets.remember(key)
+    text = f"Your key is {key}, keep it safe."
+    answer = secrets.redact(text)
+    pushed: list[StreamChunk] = []
+    beats: list[StreamProgress] = []
+    publisher = AnswerPublisher(1, beats.append, push=pushed.append, attempt=1)
+    held: dict[int, StreamChunk] = {}
+    for at in range(0, len(text), 3):
+        publisher.text(text[at : at + 3])
+        publisher.flush()  # a heartbeat after each piece, as if the throttle let every one out
+        for chunk in pushed:
+            apply_chunk(held, chunk)
+        pushed.clear()
+        assert answer.startswith(held[1].text if held else ""), at
+        assert answer.startswith(beats[-1].text), at
+    publisher.close()
+    assert beats[-1].text == answer
 
 
 async def test_env_allowlist_api_key_env_outside_the_allowlist_is_refused_before_any_request(
