@@ -10,14 +10,16 @@ up just before the timeout) still does nothing, and fails non-retryably with
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from stalwart.contracts.activities import BUDGET_OVER
 
 
-def refuse_after(deadline: datetime | None, what: str) -> None:
-    """Raise `BUDGET_OVER` if `deadline` has passed; `what` names the work that was not started."""
+def refuse_after(deadline: datetime | None, what: str, *details: Any) -> None:
+    """Raise `BUDGET_OVER` if `deadline` has passed; `what` names the work that was not started, `details` go with
+    the failure (a fast tool's say how its earlier attempts failed: `FastToolFailures`)."""
     if deadline is None:
         return
     now = datetime.now(UTC)
@@ -29,6 +31,7 @@ def refuse_after(deadline: datetime | None, what: str) -> None:
             f"budget over: the run's wall-clock budget (max_seconds) ended {late:.1f}s ago, at "
             f"{deadline.isoformat(timespec='seconds')}; {what} was not started. Raise max_seconds in the agent "
             "file to give runs more time.",
+            *details,
             type=BUDGET_OVER,
             non_retryable=True,
         )

@@ -9,14 +9,22 @@ error can say why the calls kept failing instead of only that the budget ran out
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Awaitable, Hashable
+from datetime import datetime
+from typing import TypeVar
+
 from temporalio import activity
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 
-from stalwart.contracts import names
+from stalwart.activities.budget_guard import refuse_after
+from stalwart.contracts import failure_types, names
 from stalwart.contracts.a2a import A2A_DELEGATE
 from stalwart.workflows.failures import innermost_message, without_retry_promise
+
+T = TypeVar("T")
 
 CALLS = {
     names.MODEL_ACTIVITY: "the model call",
@@ -64,8 +72,48 @@ def _as_raised(failure: BaseException) -> str:
 
 def _sentence(pending: PendingActivityInfo, failure: str) -> str:
     kind = pending.activity_type.name
-    call = CALLS.get(kind, f"activity {kind}")
-    # `attempt` is the attempt running or waiting to start: every one before it failed.
-    failed = max(pending.attempt - 1, 1)
+    return retried_sentence(CALLS.get(kind, f"activity {kind}"), pending.attempt, failure)
+
+
+def retried_sentence(call: str, attempt: int, failure: str) -> str:
+    """How `call` had failed: `attempt` is the attempt running or waiting to start, so every one before it failed,
+    the last with `failure`."""
+    failed = max(attempt - 1, 1)
     attempts = "its only attempt" if failed == 1 else f"{failed} attempts"
     return f"{call} failed {attempts}, the last with {failure}"
+
+
+class FastToolFailures:
+    """The last failure of each fast tool call retrying on this worker, by (run id, activity id).
+
+    A fast tool is a local activity: its attempts all run on the worker that runs its workflow's task, and the
+    server's description of the run, which `retried_calls` reads, does not list them. Its retries hold that task,
+    so the deadline's timer is not heard meanwhile, and the call ends at its first attempt past the deadline,
+    which refuses to start: that refusal names the last failure (in its `BUDGET_OVER` failure's details, which reach
+    the workflow in the local activity's marker, so a replay reads the same)."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._last: OrderedDict[Hashable, str] = OrderedDict()
+
+    def refuse_after(self, deadline: datetime | None, what: str, key: Hashable, attempt: int) -> None:
+        """`refuse_after`, naming how the call's earlier attempts failed, if they did here."""
+        last = self._last.get(key)
+        refuse_after(deadline, what, *([] if last is None else [retried_sentence("a tool call", attempt, last)]))
+
+    async def noting(self, key: Hashable, attempt: Awaitable[T]) -> T:
+        """`attempt`'s outcome; its failure is kept if another attempt follows (a retryable tool error)."""
+        try:
+            result = await attempt
+        except ApplicationError as err:
+            if err.type == failure_types.RETRYABLE_TOOL_ERROR and not err.non_retryable:
+                self._last[key] = without_retry_promise(_as_raised(err))
+                self._last.move_to_end(key)
+                while len(self._last) > self.KEPT:
+                    self._last.popitem(last=False)
+            else:
+                self._last.pop(key, None)
+            raise
+        self._last.pop(key, None)
+        return result

@@ -34,6 +34,7 @@ from stalwart.activities.mcp import (
     catalog,
     render,
 )
+from stalwart.activities.retried_calls import FastToolFailures
 from stalwart.activities.secrets import redact_value
 from stalwart.activities.tools.registry import (
     RetryableToolError,
@@ -83,6 +84,8 @@ class ToolActivities:
         self._in_flight: InFlight[ToolResult] = InFlight(CallRecords(ToolResult))
         """Calls running here: a new attempt of one (the server timed out the last during an outage) joins it, here
         or, through their records in storage, on another worker."""
+        self._fast_failures = FastToolFailures()
+        """How fast tool calls retrying here failed: one refused past the deadline names it."""
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
@@ -136,7 +139,10 @@ class ToolActivities:
             )
             return self._finished[key]
         what = f"tool call {request.call.name}"
-        return await self._in_flight.run(key, lambda: self._run_kept(request, key, local=info.is_local), what=what)
+        if info.is_local:
+            self._fast_failures.refuse_after(request.deadline, f"{what} ({request.call.id})", key, info.attempt)
+        attempt = self._in_flight.run(key, lambda: self._run_kept(request, key, local=info.is_local), what=what)
+        return await (self._fast_failures.noting(key, attempt) if info.is_local else attempt)
 
     async def _run_kept(self, request: ToolRequest, key: tuple[str | None, str], *, local: bool) -> ToolResult:
         """Run the call, and keep its result here for a later attempt of it.

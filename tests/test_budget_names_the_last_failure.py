@@ -216,3 +216,30 @@ async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budge
     assert result.stop_reason == "max_seconds", result.error
     assert len(fast_attempts) >= 2  # it was being retried when the deadline came
     assert result.steps[-1].error == "cancelled: wall-clock budget of 2s reached"
+
+
+async def test_a_fast_tool_retried_past_the_deadline_names_its_last_failure(dev_env, task_queue):
+    """The server's description, which names a full activity's last failure, does not list local activities: the
+    attempt that refuses to start past the deadline names its call's last failure itself (its attempts all ran on
+    this worker)."""
+    fast_attempts.clear()
+    registry = default_registry()
+    registry.register(always_locked_fast)
+    agent = AgentSpec(
+        name="locked-fast",
+        tools=["always_locked_fast"],
+        scripted=[
+            ScriptedReply(tool_calls=[ScriptedToolCall(name="always_locked_fast", arguments={"target": "db"})]),
+            ScriptedReply(text="never reached"),
+        ],
+        budgets=Budgets(max_seconds=2),
+    )
+    async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
+        handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(agent, "act")
+        result = await handle.result()
+    assert result.stop_reason == "max_seconds", result.error
+    assert result.error == (
+        "wall-clock budget of 2s reached while a call was being retried: a tool call failed "
+        f"{len(fast_attempts)} attempts, the last with RetryableToolError: always_locked_fast: db is locked by another "
+        "job"
+    )

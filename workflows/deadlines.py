@@ -95,8 +95,17 @@ async def execute_activity(
         return await workflow.execute_activity(activity, arg, result_type=result_type, **options)
     except ActivityError as err:
         if budget_over(err, deadline):
-            raise DeadlineReached() from err
+            raise DeadlineReached(_named_by_the_refusal(err)) from err
         raise
+
+
+def _named_by_the_refusal(err: ActivityError) -> list[str]:
+    """How the call had failed its earlier attempts, as its attempt that refused to start past the deadline said: a
+    fast tool's does (its attempts are not in the server's description, which `retried_calls` reads)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == BUDGET_OVER:
+        return [said for said in cause.details if isinstance(said, str)]
+    return []
 
 
 async def _local(activity: str, arg: Any, result_type: type[T], options: dict[str, Any]) -> T:
