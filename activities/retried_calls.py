@@ -100,7 +100,11 @@ class FastToolFailures:
     def refuse_after(self, deadline: datetime | None, what: str, key: Hashable, attempt: int) -> None:
         """`refuse_after`, naming how the call's earlier attempts failed, if they did here."""
         last = self._last.get(key)
-        refuse_after(deadline, what, *([] if last is None else [retried_sentence("a tool call", attempt, last)]))
+        try:
+            refuse_after(deadline, what, *([] if last is None else [retried_sentence("a tool call", attempt, last)]))
+        except ApplicationError:
+            self._last.pop(key, None)  # the call ends here
+            raise
 
     async def noting(self, key: Hashable, attempt: Awaitable[T]) -> T:
         """`attempt`'s outcome; its failure is kept if another attempt follows (a retryable tool error)."""
