@@ -122,12 +122,12 @@ class _CutWhileAsking:
     why its calls were failing."""
 
     @workflow.run
-    async def run(self) -> list[str]:
+    async def run(self, said: list[str]) -> list[str]:
         deadline = workflow.now() + timedelta(seconds=1)
 
         async def work() -> None:
             await workflow.sleep(2)  # a second after the timer: under load, not in the same workflow task
-            raise deadlines.DeadlineReached()
+            raise deadlines.DeadlineReached(said)  # what the refusing attempt said of its call (a fast tool's)
 
         try:
             await deadlines.before(deadline, work(), summary="budget")
@@ -140,8 +140,21 @@ async def test_work_meeting_the_deadline_while_the_run_asks_why_still_names_the_
     async with Worker(
         dev_env.client, task_queue=task_queue, workflows=[_CutWhileAsking], activities=[_slow_retried_calls]
     ):
-        retried = await dev_env.client.execute_workflow(_CutWhileAsking.run, id=task_queue, task_queue=task_queue)
+        retried = await dev_env.client.execute_workflow(_CutWhileAsking.run, [], id=task_queue, task_queue=task_queue)
     assert retried == ["the model call failed 2 attempts, the last with ModelUnavailableError: down"]
+
+
+async def test_work_meeting_the_deadline_while_the_run_asks_keeps_what_its_refusal_said_after_the_servers_names(
+    dev_env, task_queue
+):
+    fast = "a tool call failed 2 attempts, the last with RetryableToolError: lookup: busy"
+    async with Worker(
+        dev_env.client, task_queue=task_queue, workflows=[_CutWhileAsking], activities=[_slow_retried_calls]
+    ):
+        retried = await dev_env.client.execute_workflow(
+            _CutWhileAsking.run, [fast], id=task_queue, task_queue=task_queue
+        )
+    assert retried == ["the model call failed 2 attempts, the last with ModelUnavailableError: down", fast]
 
 
 @workflow.defn(name="FailsWhileAsking", sandboxed=False)

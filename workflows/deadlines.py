@@ -186,8 +186,11 @@ async def before(deadline: datetime | None, work: Coroutine[Any, Any, T], *, sum
     task.cancel()
     try:
         await task
-    except (asyncio.CancelledError, DeadlineReached):  # met the deadline itself while the run asked (a retry's
-        pass  # attempt refusing to start past it): the cut says why the calls were failing all the same
+    except asyncio.CancelledError:
+        pass
+    except DeadlineReached as met:  # met the deadline itself while the run asked (a retry's attempt refusing to
+        # start past it): the cut says why the calls were failing all the same, with what a fast tool's refusal said
+        retried = [*retried, *met.retried]
     except FailureError as err:  # a failure for good after the timer fired: the cut still ends the turn
         if not patches.active(patches.BUDGET_CUT_OUTRANKS_LATER_FAILURES):
             raise  # runs recorded before passed it on when it came while the run asked
