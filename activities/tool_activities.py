@@ -42,7 +42,7 @@ from stalwart.activities.tools.registry import (
     ToolContext,
     ToolRegistry,
 )
-from stalwart.activities.transcripts import TranscriptStore
+from stalwart.activities.transcripts import STORE_RESULTS_ABOVE_CHARS, TranscriptStore
 from stalwart.contracts import failure_types
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
@@ -163,9 +163,13 @@ class ToolActivities:
     async def _kept(self, chain_id: str, result: ToolResult) -> ToolResult:
         """A large result stored for the model call to read (`TranscriptStore.keep_result`), secrets redacted first.
 
-        The tool has run: if storage fails, the result goes on inline rather than the call being run again.
+        A small one (most) goes on as it is, without opening the store or copying it to redact it: the worker
+        redacts every activity's result on its way out. The tool has run: if storage fails, the result goes on
+        inline rather than the call being run again.
         """
         assert self._transcripts is not None
+        if result.is_error or len(result.text) <= STORE_RESULTS_ABOVE_CHARS:
+            return result
         try:
             return await self._transcripts().keep_result(chain_id, redact_value(result))
         except Exception as err:
