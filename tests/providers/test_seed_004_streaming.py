@@ -39,11 +39,12 @@ async def test_an_iteration_that_cannot_call_tools_streams_as_it_arrives(
 ):
     """Prompty §9.3: "If only content is detected (no tool_calls): This is the final response — SHOULD yield
     content chunks ... to the caller as they arrive." With no tools to call, a turn is known final at once."""
-    script = wire.script(Reply(text=ANSWER, pause=0.1))
+    script = wire.script(Reply(text=ANSWER, pause=0.05))  # a word every 0.05 s, about a second in all
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(time_skipping_env, task_queue, agent_for(flavor, script, tools=[]), "Explain.")
         events = [event async for event in stream_answer(handle, poll_interval=0.02)]
     deltas = [e.text for e in events if isinstance(e, AnswerDelta)]
+    print(f"\n{flavor.id}: the answer arrived in {len(deltas)} pieces")
     assert "".join(deltas) == ANSWER and len(deltas) > 2
 
 
