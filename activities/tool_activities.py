@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from temporalio import activity
@@ -206,6 +206,7 @@ class ToolActivities:
         arguments = {**call.arguments, **{param: request.run_inputs[name] for param, name in spec.bindings.items()}}
         context = ToolContext(idempotency_key=request.idempotency_key, call_id=call.id, run_inputs=request.run_inputs)
         try:
+            invoked: Awaitable[Any]
             if named is not None:
                 invoked = named.invoke(arguments, context)
             else:
