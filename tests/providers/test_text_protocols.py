@@ -172,7 +172,7 @@ async def test_fenced_protocol_over_the_wire(time_skipping_env, task_queue, wire
 async def test_json_protocol_streams_only_the_final_answer(time_skipping_env, task_queue, wire, flavor: Flavor):
     action = '{"tool": "calculator", "arguments": {"expression": "17*23+4"}}'
     answer = "Seventeen times twenty-three plus four is three hundred and ninety-five."
-    script = wire.script(Reply(text=action, pause=0.05), Reply(text="{}", pause=0.05), Reply(text=answer, pause=0.1))
+    script = wire.script(Reply(text=action, pause=0.05), Reply(text="{}", pause=0.05), Reply(text=answer, pause=0.05))
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         handle = await start_run(
             time_skipping_env, task_queue, agent_for(flavor, script, action_format="json"), "What is 17*23+4?"
