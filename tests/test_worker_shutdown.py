@@ -86,6 +86,8 @@ async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(
         await asyncio.sleep(0.5)  # well inside the call or the handshake
         sent = time.monotonic()
         worker.send_signal(signal.SIGTERM)
+        if state != "mcp-handshake":  # the next worker starts while this one drains, as in a rolling restart
+            second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")
         code = await asyncio.to_thread(worker.wait, HANG_GUARD_SECONDS)
         took = time.monotonic() - sent
         output = log.read_text()
@@ -95,8 +97,7 @@ async def test_worker_sigterm_drains_within_the_grace_period_in_every_state(
         if mcp_pid is not None:
             assert not still_running(mcp_pid), "the MCP server the worker started is stopped with it"
         # The run was left in a state another worker finishes.
-        if state != "mcp-handshake":
-            second = _start_worker(dev_env.address, task_queue, tmp_path / "worker-2.log")
+        if second is not None:
             result = await handle.result()
             assert (result.stop_reason, result.answer) == ("done", "finished")
             if state != "model-call":
