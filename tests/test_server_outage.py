@@ -13,6 +13,7 @@ running when the server is back times out alike, and its new attempt joins it on
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 from pathlib import Path
@@ -118,12 +119,16 @@ async def test_server_outage_a_tool_call_finished_during_a_20_s_outage_is_not_ru
 
 @pytest.mark.slow
 async def test_server_outage_a_tool_call_still_running_after_a_10_s_outage_is_joined_not_run_again(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
     """The server comes back and times out the attempt (its heartbeats could not reach it): the new attempt, on the
-    same worker, waits for the call still running there."""
+    same worker, waits for the call still running there. The call ends 6 s after the server is back; the new
+    attempt came 1.3 s after it here."""
     outage = RUNNING_CALL_OUTAGE_SECONDS
-    result, attempts = await _write_across_an_outage(tmp_path, seconds_of_work=outage + 10, outage_seconds=outage)
+    with caplog.at_level(logging.INFO, logger="temporalio.activity"):
+        result, attempts = await _write_across_an_outage(tmp_path, seconds_of_work=outage + 6, outage_seconds=outage)
     assert (result.stop_reason, result.answer) == ("done", "wrote v1")
     assert max(attempts) > 1, "the server gave up on the attempt it could not hear from"
+    joined = [r for r in caplog.records if "still running on this worker" in r.getMessage()]
+    assert joined, "the new attempt came while the call still ran, and waited for it"
     assert len(runs) == 1
