@@ -18,6 +18,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from stalwart.activities.providers import errors, structured, tool_arguments
 from stalwart.activities.providers.calling import Endpoint, streamed_turn
 from stalwart.activities.providers.clients import SdkClients
+from stalwart.activities.providers.openai_post import post_streamed
 from stalwart.activities.streaming import TurnObserver
 from stalwart.activities.usage import unreported
 from stalwart.contracts.activities import ModelContext
@@ -55,8 +56,8 @@ class OpenAIResponsesProvider:
         return structured.answered(structured.asked(context), turn)
 
     def request(self, context: ModelContext, model: str) -> dict[str, Any]:
-        """The JSON body of the request: what `responses.create(**request)` would send (`send` says why it is not
-        called). Plain JSON values only (dicts, lists, strings, numbers), as it goes out unchanged."""
+        """The JSON body of the request: what `responses.create(**request)` would send (`openai_post` says why it is
+        not called). Plain JSON values only (dicts, lists, strings, numbers), as it goes out unchanged."""
         agent = context.agent
         request: dict[str, Any] = {
             "model": model,
@@ -86,22 +87,10 @@ class OpenAIResponsesProvider:
 
 
 async def send(client: openai.AsyncOpenAI, body: dict[str, Any]) -> openai.AsyncStream[ResponseStreamEvent]:
-    """`body` streamed from POST /responses, as `responses.create(**body)` would send it.
-
-    `create` first runs the body through the SDK's `async_maybe_transform`, which walks every input item with typing
-    introspection, across the union of every item type, to rename and reformat fields; a plain JSON body such as ours
-    comes out of it unchanged, and the walk cost most of a model call's CPU, growing with the conversation. The SDK's
-    public `post` sends the body as it is, on the same client (its retries off, its timeouts, its auth), and raises
-    the same errors. The rest of what `create` does for a streamed request is repeated here: the path, the response
-    and event types, and bearer authentication only (`security`).
-    """
-    return await client.post(
-        "/responses",
-        body=body,
-        cast_to=Response,
-        options={"security": {"bearer_auth": True}},
-        stream=True,
-        stream_cls=openai.AsyncStream[ResponseStreamEvent],
+    """`body` streamed from POST /responses, as `responses.create(**body)` would send it, without its typed
+    transform (`openai_post`)."""
+    return await post_streamed(
+        client, "/responses", body, cast_to=Response, stream_cls=openai.AsyncStream[ResponseStreamEvent]
     )
 
 

@@ -1,5 +1,5 @@
 """The OpenAI providers send their request body through the SDK client's `post`, skipping `create`'s typed transform
-(activities/providers/openai_chat.py's `send` says why). What reaches the server must be what `create(**request)`
+(activities/providers/openai_post.py says why). What reaches the server must be what `create(**request)`
 sends for the same request: the same body, at the same path, with the same headers, for each kind of context."""
 
 from __future__ import annotations
