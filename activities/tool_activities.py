@@ -42,7 +42,7 @@ from stalwart.activities.tools.registry import (
     ToolContext,
     ToolRegistry,
 )
-from stalwart.activities.transcripts import STORE_RESULTS_ABOVE_CHARS, TranscriptStore
+from stalwart.activities.transcripts import TranscriptStore, goes_inline
 from stalwart.contracts import failure_types
 from stalwart.contracts.activities import DescribeToolsRequest, DescribeToolsResult, ToolRequest
 from stalwart.contracts.agent import AgentSpec
@@ -168,7 +168,7 @@ class ToolActivities:
         inline rather than the call being run again.
         """
         assert self._transcripts is not None
-        if result.is_error or len(result.text) <= STORE_RESULTS_ABOVE_CHARS:
+        if goes_inline(result):
             return result
         try:
             return await self._transcripts().keep_result(chain_id, redact_value(result))

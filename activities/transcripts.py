@@ -38,6 +38,12 @@ CACHED_RESULT_BYTES = 64 * 1024 * 1024
 result that tool call stored on this worker. A bound in bytes, since one result may be many megabytes."""
 
 
+def goes_inline(result: ToolResult) -> bool:
+    """Whether a tool result goes to the model call as it is, not stored (`TranscriptStore.keep_result`): an error,
+    or no longer than STORE_RESULTS_ABOVE_CHARS."""
+    return result.is_error or len(result.text) <= STORE_RESULTS_ABOVE_CHARS
+
+
 class BlobStore(Protocol):
     """Where transcripts are kept: the worker's external storage (a local folder or an S3 bucket)."""
 
@@ -133,7 +139,7 @@ class TranscriptStore:
 
     async def keep_result(self, chain_id: str, result: ToolResult) -> ToolResult:
         """Store a large result's content once, by its hash; the result, whole, naming where it is kept."""
-        if result.stored is not None or result.is_error or len(result.text) <= STORE_RESULTS_ABOVE_CHARS:
+        if result.stored is not None or goes_inline(result):
             return result
         data = result.model_dump_json(include={"content", "data"}).encode()
         digest = hashlib.sha256(data).hexdigest()
