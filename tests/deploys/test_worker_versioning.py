@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -173,10 +174,11 @@ async def test_runs_in_flight_meet_a_new_version_as_their_versioning_behaviour_s
 def test_the_worker_command_refuses_half_a_version_and_says_what_is_missing():
     env = {**os.environ, "STALWART_DEPLOYMENT_NAME": "", "STALWART_BUILD_ID": ""}
     command = [sys.executable, "-m", "stalwart.client.cli", "worker", "--address", "127.0.0.1:1"]
-    only_build = subprocess.run([*command, "--build-id", "7"], capture_output=True, text=True, env=env)
-    dotted = subprocess.run(
-        [*command, "--deployment-name", "a.b", "--build-id", "7"], capture_output=True, text=True, env=env
-    )
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two refusals, side by side
+        only_build, dotted = pool.map(
+            lambda options: subprocess.run([*command, *options], capture_output=True, text=True, env=env),
+            [("--build-id", "7"), ("--deployment-name", "a.b", "--build-id", "7")],
+        )
     assert only_build.returncode != 0 and "--build-id needs --deployment-name too" in only_build.stderr
     assert dotted.returncode != 0 and "must be non-empty and contain no '.'" in dotted.stderr
 
