@@ -5,6 +5,9 @@ When a turn's wall-clock timer fires while a call waits between retries, the wor
 cancelled activity says nothing of why its attempts failed: only the server's description of the run (its pending
 activities' `last_failure`) still holds it. The workflow asks for it here just before it cancels, so the run's
 error can say why the calls kept failing instead of only that the budget ran out.
+
+A fast tool's call (a local activity) is not in that description: the worker that runs its attempts keeps how
+they failed (`FastToolFailures`), and its attempt refusing to start past the deadline says it.
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ class FastToolFailures:
     the workflow in the local activity's marker, so a replay reads the same)."""
 
     KEPT = 256
+    """Calls remembered at most: one whose retries end without an attempt here (its run ended, its workflow task
+    moved to another worker) is forgotten once this many newer ones have failed here."""
 
     def __init__(self) -> None:
         self._last: OrderedDict[Hashable, str] = OrderedDict()
@@ -100,8 +105,9 @@ class FastToolFailures:
     def refuse_after(self, deadline: datetime | None, what: str, key: Hashable, attempt: int) -> None:
         """`refuse_after`, naming how the call's earlier attempts failed, if they did here."""
         last = self._last.get(key)
+        said = [] if last is None else [retried_sentence(CALLS[names.RUN_TOOL_ACTIVITY], attempt, last)]
         try:
-            refuse_after(deadline, what, *([] if last is None else [retried_sentence("a tool call", attempt, last)]))
+            refuse_after(deadline, what, *said)
         except ApplicationError:
             self._last.pop(key, None)  # the call ends here
             raise
