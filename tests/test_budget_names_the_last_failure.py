@@ -32,6 +32,7 @@ from stalwart.client.api import StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
 from stalwart.contracts.errors import EncryptionKeyError
+from stalwart.contracts.run import AgentResult
 from stalwart.workers.worker import build_worker, default_registry
 from stalwart.workflows import deadlines
 
@@ -204,13 +205,8 @@ async def always_locked_fast(target: str) -> str:
     raise RetryableToolError(f"{target} is locked by another job")
 
 
-async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budget_instead_of_failing_the_run(
-    dev_env, task_queue
-):
-    """A local activity retries inside the worker, holding the workflow task, so the turn's timer is not heard
-    while it does: the attempt due after the deadline (about 3 s, after 1 and 2 s of backoff) refuses to start
-    (`BUDGET_OVER`, a failure for good), which the SDK raises unwrapped from a local activity, not in an
-    `ActivityError`. It failed the run; it is the budget's cut, as it is for a full activity."""
+async def _run_always_locked_fast(client: Client, task_queue: str) -> AgentResult:
+    """A run whose one tool call is `always_locked_fast`, with 2 s of `max_seconds`, to its end."""
     fast_attempts.clear()
     registry = default_registry()
     registry.register(always_locked_fast)
@@ -223,9 +219,19 @@ async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budge
         ],
         budgets=Budgets(max_seconds=2),
     )
-    async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
-        handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(agent, "act")
-        result = await handle.result()
+    async with build_worker(client, task_queue=task_queue, registry=registry):
+        handle = await StalwartClient(client, task_queue=task_queue).start(agent, "act")
+        return await handle.result()
+
+
+async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budget_instead_of_failing_the_run(
+    dev_env, task_queue
+):
+    """A local activity retries inside the worker, holding the workflow task, so the turn's timer is not heard
+    while it does: the attempt due after the deadline (about 3 s, after 1 and 2 s of backoff) refuses to start
+    (`BUDGET_OVER`, a failure for good), which the SDK raises unwrapped from a local activity, not in an
+    `ActivityError`. It failed the run; it is the budget's cut, as it is for a full activity."""
+    result = await _run_always_locked_fast(dev_env.client, task_queue)
     assert result.stop_reason == "max_seconds", result.error
     assert len(fast_attempts) >= 2  # it was being retried when the deadline came
     assert result.steps[-1].error == "cancelled: wall-clock budget of 2s reached"
@@ -235,21 +241,7 @@ async def test_a_fast_tool_retried_past_the_deadline_names_its_last_failure(dev_
     """The server's description, which names a full activity's last failure, does not list local activities: the
     attempt that refuses to start past the deadline names its call's last failure itself (its attempts all ran on
     this worker)."""
-    fast_attempts.clear()
-    registry = default_registry()
-    registry.register(always_locked_fast)
-    agent = AgentSpec(
-        name="locked-fast",
-        tools=["always_locked_fast"],
-        scripted=[
-            ScriptedReply(tool_calls=[ScriptedToolCall(name="always_locked_fast", arguments={"target": "db"})]),
-            ScriptedReply(text="never reached"),
-        ],
-        budgets=Budgets(max_seconds=2),
-    )
-    async with build_worker(dev_env.client, task_queue=task_queue, registry=registry):
-        handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(agent, "act")
-        result = await handle.result()
+    result = await _run_always_locked_fast(dev_env.client, task_queue)
     assert result.stop_reason == "max_seconds", result.error
     assert result.error == (
         "wall-clock budget of 2s reached while a call was being retried: a tool call failed "
