@@ -245,9 +245,11 @@ class StalwartPlugin(SimplePlugin):
         finally:
             try:
                 await asyncio.gather(self.model_activities.drain(), self.tool_activities.drain())
-                await self.tool_activities.aclose()
-            finally:
-                await self.model_activities.clients.aclose()
+            finally:  # a stop cut short while it waits for the records still closes what the worker opened
+                try:
+                    await self.tool_activities.aclose()
+                finally:
+                    await self.model_activities.clients.aclose()
 
 
 def _share_deterministic_modules(runner: WorkflowRunner | None) -> WorkflowRunner:
