@@ -111,11 +111,12 @@ def _named_by_the_refusal(err: ActivityError) -> list[str]:
 async def _local(activity: str, arg: Any, result_type: type[T], options: dict[str, Any]) -> T:
     """A local activity's result; its failure for good in an `ActivityError`, as a full activity's comes.
 
-    The SDK raises a local activity's failure for good (non-retryable, or its last attempt's when its attempts are
-    spent) unwrapped, which callers that read an `ActivityError` missed: a fast tool that kept failing failed the
-    run instead of giving the model its error, and its attempt refusing to start past the deadline (`BUDGET_OVER`;
-    its retries hold the workflow's task, so the deadline's timer is not heard meanwhile) failed the run instead of
-    cutting the turn. Runs recorded before raised it as it came."""
+    The SDK raises a failure for good that a local activity raised itself (non-retryable, or its last attempt's
+    when its attempts are spent) unwrapped, though a timeout comes in an `ActivityError`; callers that read an
+    `ActivityError` missed it: a fast tool that kept failing failed the run instead of giving the model its error,
+    and its attempt refusing to start past the deadline (`BUDGET_OVER`; its retries hold the workflow's task, so the
+    deadline's timer is not heard meanwhile) failed the run instead of cutting the turn. Runs recorded before raised
+    it as it came."""
     try:
         return await workflow.execute_local_activity(activity, arg, result_type=result_type, **options)
     except ApplicationError as err:
