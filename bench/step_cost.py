@@ -290,6 +290,7 @@ async def main(turns: int, repeat: int) -> None:
         "bare local": [],
     }
     session_turns: dict[tuple[str, int], list[float]] = {(s, c): [] for s in ("ours", "bare") for c in sessions}
+    session_rounds: list[float] = []  # ours over bare, one-call turns, each round: the noise around the turn ratio
     async with bench_server() as stalwart:
         for measured in [False] + [True] * repeat:
             round_of_runs = {
@@ -312,6 +313,8 @@ async def main(turns: int, repeat: int) -> None:
                     results[name].append(run)
                 for key, seconds in round_of_sessions.items():
                     session_turns[key] += seconds
+                one_call = [statistics.median(round_of_sessions[side, 1]) for side in ("ours", "bare")]
+                session_rounds.append(one_call[0] / one_call[1])
             else:  # the start's and warm-up's garbage, else its full collection (120 ms) lands in a measured run
                 gc.collect()
         tool_calls = {name: [await read_tool_calls(stalwart, run) for run in results[name]] for name in TOOL_CALL_SIDES}
@@ -343,6 +346,10 @@ async def main(turns: int, repeat: int) -> None:
     print(
         f"  1 tool call a turn: ours {turn_ms['ours', 1]:.1f} ms, bare {turn_ms['bare', 1]:.1f} ms; "
         f"session turn ratio: {turn_ms['ours', 1] / turn_ms['bare', 1]:.2f}"
+    )
+    print(
+        f"  one-call session turns, ours over bare in each measured round, sorted: {_listed(sorted(session_rounds))} "
+        "(two readings of the ratio are told apart only outside this spread)"
     )
     print(f"ours over typed: {per_step_ms(results['ours'], turns) / per_step_ms(results['typed'], turns):.2f}")
     unsandboxed = per_step_ms(results["ours"], turns) / per_step_ms(results["unsandboxed"], turns)
