@@ -6,7 +6,11 @@ A worker that stops cleanly says so in its last heartbeat (servers that keep wor
 them): a poller whose worker said it was shutting down, and which has not polled since, is not counted.
 A worker that died without a word is still counted until the server drops its poller, and so is one whose
 heartbeat from before it stopped (sent as it starts, and each minute) reached the server after the one saying it
-stopped: the server keeps the latest it receives. Either way the command only takes the slow path.
+stopped (the server keeps the latest it receives), or whose word never reached it: the SDK sends it once, in its
+ShutdownWorker call, and does not retry that call, so a connection closing under it loses it (the server closes
+each connection about every 5 minutes; the worker logs `shutdown_worker rpc errored during worker shutdown`).
+Sending it again ourselves would need the worker's instance key, which the Python SDK does not give.
+In each case the command only takes the slow path.
 """
 
 from __future__ import annotations
