@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from temporalio import activity
@@ -211,10 +212,8 @@ class ToolActivities:
                 invoked = named.invoke(arguments, context)
             else:
                 invoked = by_kind(spec, arguments, context)  # type: ignore[misc]
-            if heartbeats:
-                async with heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat):
-                    value = await invoked
-            else:
+            beating = heartbeating(HEARTBEAT_EVERY_SECONDS, activity.heartbeat) if heartbeats else nullcontext()
+            async with beating:
                 value = await invoked
         except McpHandshakeTimeout as err:
             if activity.info().attempt >= err.MAX_ATTEMPTS:
