@@ -27,7 +27,7 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 from stalwart.activities.retried_calls import retried_calls
-from stalwart.activities.tools.registry import RetryableToolError, tool
+from stalwart.activities.tools.registry import RetryableToolError, Tool, tool
 from stalwart.client.api import StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall
@@ -54,20 +54,7 @@ async def test_a_tool_call_cut_by_the_deadline_between_retries_names_its_last_fa
     own_time_skipping_env, task_queue
 ):
     attempts.clear()
-    registry = default_registry()
-    registry.register(always_locked)
-    agent = AgentSpec(
-        name="locked",
-        tools=["always_locked"],
-        scripted=[
-            ScriptedReply(tool_calls=[ScriptedToolCall(name="always_locked", arguments={"target": "db"})]),
-            ScriptedReply(text="never reached"),
-        ],
-        budgets=Budgets(max_seconds=6),
-    )
-    async with build_worker(own_time_skipping_env.client, task_queue=task_queue, registry=registry):
-        handle = await StalwartClient(own_time_skipping_env.client, task_queue=task_queue).start(agent, "act")
-        result = await handle.result()
+    result = await _run_locked(own_time_skipping_env.client, task_queue, always_locked, max_seconds=6)
     assert result.stop_reason == "max_seconds", result.error
     assert result.error == (
         "wall-clock budget of 6s reached while a call was being retried: a tool call failed "
@@ -205,23 +192,29 @@ async def always_locked_fast(target: str) -> str:
     raise RetryableToolError(f"{target} is locked by another job")
 
 
-async def _run_always_locked_fast(client: Client, task_queue: str) -> AgentResult:
-    """A run whose one tool call is `always_locked_fast`, with 2 s of `max_seconds`, to its end."""
-    fast_attempts.clear()
+async def _run_locked(client: Client, task_queue: str, locked: Tool, *, max_seconds: int) -> AgentResult:
+    """A run whose one tool call is `locked` (a tool that keeps failing), with `max_seconds`, to its end."""
     registry = default_registry()
-    registry.register(always_locked_fast)
+    registry.register(locked)
+    name = locked.name
     agent = AgentSpec(
-        name="locked-fast",
-        tools=["always_locked_fast"],
+        name="locked",
+        tools=[name],
         scripted=[
-            ScriptedReply(tool_calls=[ScriptedToolCall(name="always_locked_fast", arguments={"target": "db"})]),
+            ScriptedReply(tool_calls=[ScriptedToolCall(name=name, arguments={"target": "db"})]),
             ScriptedReply(text="never reached"),
         ],
-        budgets=Budgets(max_seconds=2),
+        budgets=Budgets(max_seconds=max_seconds),
     )
     async with build_worker(client, task_queue=task_queue, registry=registry):
         handle = await StalwartClient(client, task_queue=task_queue).start(agent, "act")
         return await handle.result()
+
+
+async def _run_always_locked_fast(client: Client, task_queue: str) -> AgentResult:
+    """A run whose one tool call is `always_locked_fast`, with 2 s of `max_seconds`, to its end."""
+    fast_attempts.clear()
+    return await _run_locked(client, task_queue, always_locked_fast, max_seconds=2)
 
 
 async def test_a_fast_tool_retried_past_the_deadline_stops_the_turn_by_its_budget_instead_of_failing_the_run(
