@@ -36,7 +36,7 @@ every run of the chain) stays small and the figures are the session's own. About
 minutes on two cores.
 
     .venv/bin/python -m bench.session_growth [--turns 10 100 1000] [--content-bytes 1024]
-        [--low-events 500] [--idle 200] [--max-input-tokens 20000]
+        [--low-events 500] [--idle 200] [--max-input-tokens 20000] [--settle 1]
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.options import count
+from bench.options import count, seconds
 
 # The SDK, the worker and the contracts are loaded where they are used, after argparse: `--help` or a refused option
 # answers without their seconds of imports. The bare idle workflow is `baselines.IdleWorkflow`, with the others.
@@ -219,13 +219,15 @@ class Memory:
         return Memory(heap=self.heap + other.heap, rss=self.rss + other.rss)
 
 
-async def settled_memory() -> Memory:
-    await asyncio.sleep(1.0)  # let the last workflow tasks and activity completions land
+async def settled_memory(settle: float) -> Memory:
+    await asyncio.sleep(settle)  # let the last workflow tasks and activity completions land
     gc.collect()
     return Memory(heap=tracemalloc.get_traced_memory()[0], rss=rss_bytes())
 
 
-async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, size: int) -> tuple[Memory, Memory]:
+async def idle_memory(
+    stalwart: StalwartClient, agent: AgentSpec, count: int, size: int, settle: float
+) -> tuple[Memory, Memory]:
     """Memory added per idle bare workflow and per idle session, `count` of each, all kept open.
 
     Python's heap is traced (`tracemalloc`) from after the first of each kind: it counts what
@@ -262,9 +264,9 @@ async def idle_memory(stalwart: StalwartClient, agent: AgentSpec, count: int, si
     added = {bare: Memory(0, 0), session: Memory(0, 0)}
     half = count // 2
     for start, batch in ((bare, half), (session, half), (session, count - half), (bare, count - half)):
-        before = await settled_memory()
+        before = await settled_memory(settle)
         await send_all(start, batch)
-        added[start] += await settled_memory() - before
+        added[start] += await settled_memory(settle) - before
     tracemalloc.stop()
 
     async def stop(n: int) -> None:
@@ -331,7 +333,9 @@ def print_points(label: str, points: list[Point]) -> None:
         )
 
 
-async def main(checkpoints: list[int], size: int, low_events: int, idle: int, max_input_tokens: int) -> None:
+async def main(
+    checkpoints: list[int], size: int, low_events: int, idle: int, max_input_tokens: int, settle: float
+) -> None:
     from bench.harness import bench_server, scratch_storage
     from stalwart.activities import providers
 
@@ -341,7 +345,9 @@ async def main(checkpoints: list[int], size: int, low_events: int, idle: int, ma
         assert root is not None
         async with bench_server() as stalwart, idle_worker(stalwart):
             providers.PROVIDERS["scripted"] = lambda agent, clients: NumberedAnswers(size)
-            bare_added, session_added = await idle_memory(stalwart, session_agent(None, max_input_tokens), idle, size)
+            bare_added, session_added = await idle_memory(
+                stalwart, session_agent(None, max_input_tokens), idle, size, settle
+            )
             grown = {
                 label: await grow(stalwart, session_agent(events, max_input_tokens), checkpoints, size, root)
                 for label, events in configs.items()
@@ -370,7 +376,14 @@ if __name__ == "__main__":
     parser.add_argument("--low-events", type=count, default=500, help="the low continue_as_new_events (500)")
     parser.add_argument("--idle", type=count, default=200, help="idle sessions and bare workflows (200)")
     parser.add_argument("--max-input-tokens", type=count, default=20_000, help="[context] max_input_tokens (20000)")
+    parser.add_argument(
+        "--settle", type=seconds, default=1.0, help="seconds before each memory reading, for the last tasks to land (1)"
+    )
     args = parser.parse_args()
     if args.idle < 2 or args.content_bytes < 16:
         parser.error("--idle needs 2 or more, --content-bytes 16 or more")
-    asyncio.run(main(sorted(set(args.turns)), args.content_bytes, args.low_events, args.idle, args.max_input_tokens))
+    asyncio.run(
+        main(
+            sorted(set(args.turns)), args.content_bytes, args.low_events, args.idle, args.max_input_tokens, args.settle
+        )
+    )

@@ -28,7 +28,7 @@ SMALLEST_RUNS = {
     "step_cost": ["--turns", "2", "--repeat", "1"],
     "history_growth": ["--turns", "2", "4"],
     "model_turn": ["--turns", "1"],
-    "session_growth": ["--turns", "1", "2", "--idle", "2", "--low-events", "100"],
+    "session_growth": ["--turns", "1", "2", "--idle", "2", "--low-events", "100", "--settle", "0"],
     "concurrency": ["--runs", "1", "--latency", "0"],
     "first_token": ["--samples", "1", "--pause", "0.01", "--poll", "0.02"],
     "cli_start": ["--repeat", "1"],
