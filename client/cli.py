@@ -79,13 +79,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: {garbled!r} is not UTF-8 text; Temporal and the model take text only: retype it", file=sys.stderr
         )
         return EXIT_USAGE
-    import asyncio
-
     # Model and tool output reaches the terminal: its control characters are shown escaped, never obeyed.
     out, err_out = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = render.terminal_safe(out), render.terminal_safe(err_out)
     try:
-        return asyncio.run(_until_terminated(_command(args.handler)(args)))
+        outcome = _command(args.handler)(args)
+        if isinstance(outcome, int):  # a command of local files alone answered without an event loop
+            return outcome
+        import asyncio
+
+        return asyncio.run(_until_terminated(outcome))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (`stalwart runs | head`): nothing to say
@@ -96,13 +99,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = out, err_out
 
 
-def _command(handler: str) -> Callable[[argparse.Namespace], Coroutine[Any, Any, int]]:
+def _command(handler: str) -> Callable[[argparse.Namespace], int | Coroutine[Any, Any, int]]:
     """The command a parser names as "module:function" under stalwart.client.commands: only its module is loaded.
-    The Temporal server's refusals it does not handle itself come out of it as Stalwart errors."""
+
+    A coroutine function talks to a server or a process, in an event loop: the Temporal server's refusals it does
+    not handle itself come out of it as Stalwart errors. A plain function (`check`) reads local files and starts no
+    event loop (asyncio is a fifth of its start) unless it returns a coroutine to run in one."""
     import importlib
+    import inspect
 
     module, _, function = handler.partition(":")
-    return explaining(getattr(importlib.import_module(f"stalwart.client.commands.{module}"), function))
+    command = getattr(importlib.import_module(f"stalwart.client.commands.{module}"), function)
+    return explaining(command) if inspect.iscoroutinefunction(command) else command
 
 
 def _explain(err: StalwartError) -> int:

@@ -3,7 +3,6 @@ servers' tools after the naming rule (`activities/mcp/catalog.py`), listed from 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from stalwart.contracts.agent import AgentSpec
@@ -18,15 +17,26 @@ class ListedTools:
     """Every name the model will see; None when an MCP server could not be listed from here."""
 
 
-async def listed_tools(spec: AgentSpec) -> ListedTools:
-    """The agent's tools as its model will see them, its MCP servers' listed from the servers themselves."""
-    own = [*spec.tools, *(sub.name for sub in spec.sub_agents)]
+def own_tools(spec: AgentSpec) -> ListedTools:
+    """The tools a worker registers and the sub-agents: all the model sees of an agent without MCP servers."""
     lines = [f"{name}  (a tool the worker registers)" for name in spec.tools]
     lines += [f"{sub.name}  (sub-agent, {sub.mode})" for sub in spec.sub_agents]
+    return ListedTools(lines, _own_names(spec))
+
+
+def _own_names(spec: AgentSpec) -> list[str]:
+    return [*spec.tools, *(sub.name for sub in spec.sub_agents)]
+
+
+async def listed_tools(spec: AgentSpec) -> ListedTools:
+    """The agent's tools as its model will see them, its MCP servers' listed from the servers themselves."""
     if not spec.mcp_servers:
-        return ListedTools(lines, own)
+        return own_tools(spec)
+    import asyncio
+
     from stalwart.activities.mcp import McpPool, catalog  # the MCP SDK: only for agents that use MCP servers
 
+    own, lines = _own_names(spec), own_tools(spec).lines
     pool = McpPool()
     try:
         listed = await asyncio.gather(*(pool.list_tools(server) for server in spec.mcp_servers), return_exceptions=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import inspect
 import json
 import os
 import re
@@ -224,4 +223,4 @@ def test_every_command_the_parser_names_is_a_command_function_of_its_module():
     handlers = {sub.get_default("handler") for sub in _subparsers(cli._parser())} - {None}
     assert len(handlers) >= 15  # run, session start, send, chat, close, worker, dev, show, runs, ...
     for handler in handlers:
-        assert inspect.iscoroutinefunction(cli._command(handler)), handler
+        assert callable(cli._command(handler)), handler

@@ -580,6 +580,11 @@ def test_check_reads_an_agent_file_without_loading_the_temporal_sdk():
     assert _imports_of("check", str(AGENTS_DIR / "calculator.toml"), heavy=("temporalio",)) == []
 
 
+def test_check_of_an_agent_without_mcp_servers_starts_no_event_loop():
+    """asyncio's import is a fifth of the command's start; only listing an MCP server's tools needs the loop."""
+    assert _imports_of("check", str(AGENTS_DIR / "calculator.toml"), heavy=("asyncio",)) == []
+
+
 def test_the_cli_names_the_task_queue_workflow_type_and_defaults_of_the_contracts():
     """The CLI writes these out so that `--help` need not import the contracts; they must not drift apart."""
     from stalwart.client import cli

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stalwart.client import render
 from stalwart.client.commands import EXIT_OK, connecting
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Coroutine
+
+    from stalwart.contracts.agent import AgentSpec
 
 
 async def show(args: argparse.Namespace) -> int:
@@ -37,22 +39,33 @@ async def list_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def check(args: argparse.Namespace) -> int:
+def check(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
+    """An agent without MCP servers is checked here and now, with no event loop (asyncio is a fifth of the command's
+    start); one with MCP servers returns the coroutine that lists their tools from the servers themselves."""
     from stalwart.client.agent_files import check_agent
+    from stalwart.client.tool_names import own_tools
 
     spec = check_agent(args.agent)
-    lines: list[str] = []
-    if spec.tools or spec.sub_agents or spec.mcp_servers:
-        from stalwart.client.agent_files import AgentFileError
-        from stalwart.client.tool_names import listed_tools
-        from stalwart.contracts.agent import unknown_tool_names
+    if spec.mcp_servers:
+        return _check_with_servers(args, spec)
+    return _checked(args, spec, own_tools(spec).lines)
 
-        # The names the model will see, MCP tools listed from their servers and named by the clash rule.
-        listed = await listed_tools(spec)
-        lines = listed.lines
-        unknown = unknown_tool_names(spec, listed.names) if spec.mcp_servers and listed.names is not None else None
-        if unknown is not None:  # only now knowable: the MCP servers' tools are listed
-            raise AgentFileError(f"{args.agent}: {unknown}")
+
+async def _check_with_servers(args: argparse.Namespace, spec: AgentSpec) -> int:
+    from stalwart.client.agent_files import AgentFileError
+    from stalwart.client.tool_names import listed_tools
+    from stalwart.contracts.agent import unknown_tool_names
+
+    # The names the model will see, MCP tools listed from their servers and named by the clash rule.
+    listed = await listed_tools(spec)
+    unknown = unknown_tool_names(spec, listed.names) if listed.names is not None else None
+    if unknown is not None:  # only now knowable: the MCP servers' tools are listed
+        raise AgentFileError(f"{args.agent}: {unknown}")
+    return _checked(args, spec, listed.lines)
+
+
+def _checked(args: argparse.Namespace, spec: AgentSpec, lines: list[str]) -> int:
+    """Print the spec on stdout, then on stderr that it is valid and the tools the model will see."""
     print(spec.model_dump_json(indent=2, exclude_defaults=True))
     print(f"ok: {args.agent} describes agent {spec.name!r}", file=sys.stderr)
     if spec.output is not None:  # typed output: the schema is `output.schema` above
