@@ -15,12 +15,22 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHistory
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowInput,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowHistory,
+)
 
 from stalwart.client.api import SessionHandle, StalwartClient
 from stalwart.contracts.activities import ModelRequest
@@ -141,6 +151,25 @@ def _worker_pids(histories: list[WorkflowHistory]) -> set[int]:
 # -- a worker killed at a continue-as-new boundary -------------------------------------
 
 
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
+"""How long the server waits for a workflow task a worker took: a killed worker's task is handed on after it. The
+SDK's 10 s made each kill wait 10 s; a live worker finishes a task in milliseconds, this test's first task of a new
+worker process in well under a second."""
+
+
+class _WorkflowTaskTimeout(Interceptor):
+    """Starts every run with `WORKFLOW_TASK_TIMEOUT`; the runs it continues as new keep it."""
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _StartWithTaskTimeout(next)
+
+
+class _StartWithTaskTimeout(OutboundInterceptor):
+    async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
+        input.task_timeout = WORKFLOW_TASK_TIMEOUT
+        return await super().start_workflow(input)
+
+
 def _chatter() -> AgentSpec:
     return AgentSpec(
         name="crash-chatter",
@@ -177,7 +206,8 @@ async def _kill_when(
 
 @pytest.mark.slow
 async def test_a_worker_killed_at_a_continue_as_new_boundary_loses_and_repeats_nothing(dev_env, task_queue, tmp_path):
-    stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
+    client = Client(**{**dev_env.client.config(), "interceptors": [_WorkflowTaskTimeout()]})
+    stalwart = StalwartClient(client, task_queue=task_queue)
     workers = [WorkerProcess(dev_env.address, task_queue, tmp_path / "worker-1.log")]
     try:
         session = await stalwart.start_session(_chatter())
