@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import os
 import sys
@@ -69,7 +70,8 @@ session with the signal `message` or the updates `send` and `close`.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:
         getattr(args, "help_parser", parser).print_help()
@@ -179,7 +181,12 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
         return 143
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command line's parser; when `argv` starts with a command's name, with that command's alone.
+
+    Parsing needs the parser of the command it runs, and argparse takes about 10 ms to build all twenty (a sixth of
+    `stalwart --help`'s start). Any other `argv` (`--help`, a name that is no command) gets them all, to list them.
+    """
     parser = argparse.ArgumentParser(
         prog="stalwart",
         description="Durable AI agents on Temporal: every step recorded, every budget enforced, every run replayable.",
@@ -188,13 +195,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version, help="print Stalwart's and the Temporal SDK's versions")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    named = argv[0] if argv else None
+    for name, add in _COMMANDS.items():
+        if name == named or named not in _COMMANDS:
+            add(commands)
+    return parser
 
-    def command(name: str, handler, help: str, *, group: Any = commands, **more: Any) -> argparse.ArgumentParser:
-        sub = group.add_parser(name, help=help, description=help, **more)
-        sub.set_defaults(handler=handler)
-        return sub
 
-    run = command(
+def _command_parser(group: Any, name: str, handler: str, help: str, **more: Any) -> argparse.ArgumentParser:
+    sub = group.add_parser(name, help=help, description=help, **more)
+    sub.set_defaults(handler=handler)
+    return sub
+
+
+def _add_run(commands: Any) -> None:
+    run = _command_parser(
+        commands,
         "run",
         "runs:run",
         "Start a run of an agent and follow it to its answer.",
@@ -219,6 +235,8 @@ def _parser() -> argparse.ArgumentParser:
     _worker_options(run)
     _connection_options(run)
 
+
+def _add_session(commands: Any) -> None:
     session = commands.add_parser(
         "session",
         help="Start a session: an agent that stays open and answers each message sent to it.",
@@ -226,11 +244,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     session.set_defaults(handler=None, help_parser=session)
     session_commands = session.add_subparsers(title="session commands", metavar="COMMAND")
-    start = command(
+    start = _command_parser(
+        session_commands,
         "start",
         "sessions:start",
         "Start a session of an agent; print its id (the Temporal UI link goes to stderr).",
-        group=session_commands,
         epilog="then: stalwart send ID MESSAGE · stalwart chat ID · stalwart show ID · stalwart close ID",
     )
     start.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
@@ -238,7 +256,10 @@ def _parser() -> argparse.ArgumentParser:
     _input_option(start)
     _connection_options(start)
 
-    send = command(
+
+def _add_send(commands: Any) -> None:
+    send = _command_parser(
+        commands,
         "send",
         "sessions:send",
         "Send a message to a session and print the answer of the turn that reads it.",
@@ -266,7 +287,10 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--json", action="store_true", help="print the turn's result (answer, steps, usage) as JSON")
     _connection_options(send)
 
-    chat = command(
+
+def _add_chat(commands: Any) -> None:
+    chat = _command_parser(
+        commands,
         "chat",
         "sessions:chat",
         "Talk to a session line by line: each line of input is a message, each answer is printed as it is written.",
@@ -281,7 +305,10 @@ def _parser() -> argparse.ArgumentParser:
     _input_option(chat, "with an agent file: an input of the new session (repeatable)")
     _connection_options(chat)
 
-    close = command(
+
+def _add_close(commands: Any) -> None:
+    close = _command_parser(
+        commands,
         "close",
         "sessions:close",
         "Close a session once the messages it has are answered; print its final stop reason.",
@@ -289,7 +316,11 @@ def _parser() -> argparse.ArgumentParser:
     close.add_argument("session_id", metavar="ID")
     _connection_options(close)
 
-    worker = command("worker", "serving:worker", "Run a worker: executes agent runs, model calls and tools.")
+
+def _add_worker(commands: Any) -> None:
+    worker = _command_parser(
+        commands, "worker", "serving:worker", "Run a worker: executes agent runs, model calls and tools."
+    )
     _worker_options(worker)
     worker.add_argument(
         "--grace-seconds",
@@ -309,7 +340,11 @@ def _parser() -> argparse.ArgumentParser:
     _connection_options(worker)
     _versioning_options(worker)
 
-    dev = command("dev", "serving:dev", "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C.")
+
+def _add_dev(commands: Any) -> None:
+    dev = _command_parser(
+        commands, "dev", "serving:dev", "Start the Temporal dev server (SQLite, Web UI) and a worker, until Ctrl-C."
+    )
     _dev_options(dev)
     _worker_options(dev)
     dev.add_argument(
@@ -319,7 +354,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the worker serves Prometheus metrics at http://0.0.0.0:PORT/metrics (or HOST:PORT)",
     )
 
-    codec = command(
+
+def _add_codec_server(commands: Any) -> None:
+    codec = _command_parser(
+        commands,
         "codec-server",
         "serving:codec_server",
         "Serve the Temporal Web UI's remote codec: decrypts payloads for allowed web origins (and the temporal CLI).",
@@ -340,7 +378,10 @@ def _parser() -> argparse.ArgumentParser:
         "$STALWART_CODEC_ORIGINS, comma-separated, or http://localhost:8233 and http://127.0.0.1:8233)",
     )
 
-    serve = command(
+
+def _add_serve(commands: Any) -> None:
+    serve = _command_parser(
+        commands,
         "serve",
         "serve:serve",
         "Serve the HTTP API for apps (/api) and a page to talk to sessions and approve tool calls (/).",
@@ -368,7 +409,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     _connection_options(serve)
 
-    show = command("show", "inspecting:show", "Print the step log of a run or session, running or finished.")
+
+def _add_show(commands: Any) -> None:
+    show = _command_parser(
+        commands, "show", "inspecting:show", "Print the step log of a run or session, running or finished."
+    )
     show.add_argument("run_id", metavar="ID")
     show.add_argument(
         "--events", action="store_true", help="print the run as events (user_message, tool_call, ...) instead"
@@ -376,7 +421,11 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print as JSON")
     _connection_options(show)
 
-    runs = command("runs", "inspecting:list_runs", "List runs and sessions with their search attributes.")
+
+def _add_runs(commands: Any) -> None:
+    runs = _command_parser(
+        commands, "runs", "inspecting:list_runs", "List runs and sessions with their search attributes."
+    )
     runs.add_argument(
         "--query",
         help="Temporal visibility query, e.g. 'AgentStatus=\"done\" AND AgentTokens > 100' "
@@ -385,29 +434,36 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=_positive, default=20, help="at most this many runs, newest first (20)")
     _connection_options(runs)
 
-    cancel = command("cancel", "runs:cancel", "Cancel a run or session; it ends `cancelled` and keeps its steps.")
+
+def _add_cancel(commands: Any) -> None:
+    cancel = _command_parser(
+        commands, "cancel", "runs:cancel", "Cancel a run or session; it ends `cancelled` and keeps its steps."
+    )
     cancel.add_argument("run_id", metavar="ID")
     _connection_options(cancel)
 
-    pending = command(
-        "pending", "approvals:pending", "List tool calls waiting for approval (of one run, or of all runs)."
+
+def _add_pending(commands: Any) -> None:
+    pending = _command_parser(
+        commands, "pending", "approvals:pending", "List tool calls waiting for approval (of one run, or of all runs)."
     )
     pending.add_argument("run_id", metavar="ID", nargs="?")
     _connection_options(pending)
 
-    for name, approved, summary in (
-        ("approve", True, "Approve a waiting tool call so it runs."),
-        ("reject", False, "Reject a waiting tool call; the model reads the reason as its result."),
-    ):
-        decide = command(name, "approvals:decide", summary)
-        decide.add_argument("run_id", metavar="ID")
-        decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
-        decide.add_argument("--reason", required=not approved, default=None)
-        decide.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
-        decide.set_defaults(approved=approved)
-        _connection_options(decide)
 
-    check = command(
+def _add_decision(commands: Any, name: str, approved: bool, summary: str) -> None:
+    decide = _command_parser(commands, name, "approvals:decide", summary)
+    decide.add_argument("run_id", metavar="ID")
+    decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
+    decide.add_argument("--reason", required=not approved, default=None)
+    decide.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
+    decide.set_defaults(approved=approved)
+    _connection_options(decide)
+
+
+def _add_check(commands: Any) -> None:
+    check = _command_parser(
+        commands,
         "check",
         "inspecting:check",
         "Validate an agent file and print the spec it describes.",
@@ -420,6 +476,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("agent", type=Path, help="agent file (TOML), e.g. agents/calculator.toml")
 
+
+def _add_history(commands: Any) -> None:
     history = commands.add_parser(
         "history",
         help="Record runs as history files, to replay them in tests and before deploys.",
@@ -427,11 +485,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     history.set_defaults(handler=None, help_parser=history)
     history_commands = history.add_subparsers(title="history commands", metavar="COMMAND")
-    export = command(
+    export = _command_parser(
+        history_commands,
         "export",
         "history:export",
         "Write a run's history (every run of its continue-as-new chain, with the stored payloads it names).",
-        group=history_commands,
         epilog="then: stalwart replay FOLDER (in CI, and before every deploy)",
     )
     export.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run or session to export")
@@ -443,7 +501,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _connection_options(export)
 
-    replay = command(
+
+def _add_replay(commands: Any) -> None:
+    replay = _command_parser(
+        commands,
         "replay",
         "history:replay",
         "Replay recorded or live histories against the code installed here; exit 1 if any would diverge.",
@@ -463,7 +524,36 @@ def _parser() -> argparse.ArgumentParser:
         help="with --query: at most this many runs, newest first (1000); says so when more match",
     )
     _connection_options(replay)
-    return parser
+
+
+_COMMANDS: dict[str, Callable[[Any], None]] = {
+    "run": _add_run,
+    "session": _add_session,
+    "send": _add_send,
+    "chat": _add_chat,
+    "close": _add_close,
+    "worker": _add_worker,
+    "dev": _add_dev,
+    "codec-server": _add_codec_server,
+    "serve": _add_serve,
+    "show": _add_show,
+    "runs": _add_runs,
+    "cancel": _add_cancel,
+    "pending": _add_pending,
+    "approve": functools.partial(
+        _add_decision, name="approve", approved=True, summary="Approve a waiting tool call so it runs."
+    ),
+    "reject": functools.partial(
+        _add_decision,
+        name="reject",
+        approved=False,
+        summary="Reject a waiting tool call; the model reads the reason as its result.",
+    ),
+    "check": _add_check,
+    "history": _add_history,
+    "replay": _add_replay,
+}
+"""Each command's name -> what adds its parser to the command line's, in the order `stalwart --help` lists them."""
 
 
 _TEXT_FROM = """\
