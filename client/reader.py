@@ -117,6 +117,8 @@ class RunReader:
         self._max_steps: int | None = None
         self.offline: str | None = None
         """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
+        self.closed = False
+        """Set when the last `state()` found the run closed: it waits on no call, so `retrying()` has nothing to say."""
 
     @property
     def run_id(self) -> str:
@@ -138,7 +140,7 @@ class RunReader:
         The log covers every run of a continue-as-new chain: earlier runs' steps come from storage.
         """
         closed = await self._closed_state()
-        self.offline = None
+        self.offline, self.closed = None, closed is not None
         if closed is not None:
             state = closed
         else:

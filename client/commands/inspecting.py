@@ -29,7 +29,8 @@ async def show(args: argparse.Namespace) -> int:
     if args.json:
         print(state.model_dump_json(indent=2))
     else:
-        render.print_state(args.run_id, state, handle.ui_url, sys.stdout, retrying=await handle.retrying())
+        retrying = [] if handle.closed else await handle.retrying()  # a closed run retries nothing: no RPC to ask
+        render.print_state(args.run_id, state, handle.ui_url, sys.stdout, retrying=retrying)
     return EXIT_OK
 
 
