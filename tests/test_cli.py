@@ -224,3 +224,24 @@ def test_every_command_the_parser_names_is_a_command_function_of_its_module():
     assert len(handlers) >= 15  # run, session start, send, chat, close, worker, dev, show, runs, ...
     for handler in handlers:
         assert callable(cli._command(handler)), handler
+
+
+def test_the_parser_of_one_command_reads_its_command_line_as_the_parser_of_all_does():
+    """`main` builds only the parser of the command it runs; every command line must read the same either way."""
+    from stalwart.client import cli
+
+    lines = [
+        ["run", "a.toml", "goal", "--dev", "--input", "x=1"],
+        ["session", "start", "a.toml", "--id", "x"],
+        ["send", "s", "hi", "--no-wait"],
+        ["worker", "--tools", "m", "--grace-seconds", "3"],
+        ["show", "x", "--events", "--json", "--address", "h:1"],
+        ["reject", "r", "c", "--reason", "no"],
+        ["check", "a.toml"],
+        ["history", "export", "r", "-o", "d"],
+    ]
+    assert {argv[0] for argv in lines} <= set(cli._COMMANDS)
+    for argv in lines:
+        alone, among_all = (vars(parser.parse_args(argv)) for parser in (cli._parser(argv), cli._parser()))
+        alone.pop("help_parser", None), among_all.pop("help_parser", None)  # the session group's own parser object
+        assert alone == among_all, argv
