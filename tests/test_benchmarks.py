@@ -14,6 +14,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,86 @@ def test_a_benchmark_refuses_a_size_that_measures_nothing_before_starting_a_serv
     assert ran.stdout == ""  # nothing was measured
 
 
+RUNS_AT_ONCE = 2
+"""Benchmark runs this module keeps going at once: each keeps about one core busy (its worker, its dev server), and
+the smoke runs of the tests below, one after another, took a minute."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A benchmark's command, run in `cwd` with `env` (None: this process's environment)."""
+
+    argv: list[str]
+    cwd: Path = REPO
+    env: dict[str, str] | None = None
+
+    def __call__(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv, cwd=self.cwd, env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+
+
+class SmokeRuns:
+    """The benchmark runs of the tests of this module that this pytest session runs, `RUNS_AT_ONCE` at a time from
+    the first test that asks for one, in the tests' order; each test waits for its own and checks it."""
+
+    def __init__(self, runs: dict[str, Run]) -> None:
+        self.runs = runs
+        self._pool = ThreadPoolExecutor(max_workers=RUNS_AT_ONCE)
+        self._done = {name: self._pool.submit(run) for name, run in runs.items()}
+
+    def __getitem__(self, name: str) -> subprocess.CompletedProcess[str]:
+        return self._done[name].result()
+
+    def close(self) -> None:
+        """Start no more runs (one already going finishes: a benchmark stops its own dev server)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _smoke_run(benchmark: str) -> Run:
+    return Run([sys.executable, "-m", f"bench.{benchmark}", *SMALLEST_RUNS[benchmark]])
+
+
+def _without_the_peers() -> Run:
+    hide_the_peers = (
+        "import runpy, sys; sys.modules.update(agents=None, pydantic_ai=None); "
+        "runpy.run_module('bench.peers', run_name='__main__', alter_sys=True)"
+    )
+    return Run([sys.executable, "-c", hide_the_peers, *SMALLEST_RUNS["peers"]])
+
+
+def _without_a_storage_setting(folder: Path) -> Run:
+    """`concurrency` run in `folder` where STALWART_STORAGE is unset: the default storage is under `folder/data`."""
+    env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
+    (folder / "data").mkdir()
+    env["XDG_DATA_HOME"] = str(folder / "data")  # the default storage is $XDG_DATA_HOME/stalwart/storage
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return Run([sys.executable, "-m", "bench.concurrency", *SMALLEST_RUNS["concurrency"]], cwd=folder, env=env)
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRuns]:
+    """The runs of the tests selected in this module, started together at the first of them."""
+    runs: dict[str, Run] = {}
+    for item in request.session.items:
+        if not isinstance(item, pytest.Function) or item.module is not request.module:
+            continue
+        if item.originalname == test_benchmark_runs_and_prints_its_ratio.__name__:
+            benchmark = item.callspec.params["benchmark"]
+            if benchmark != "peers" or PEERS_INSTALLED:
+                runs[benchmark] = _smoke_run(benchmark)
+        elif (
+            item.originalname
+            == test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them.__name__
+        ):
+            runs[item.originalname] = _without_the_peers()
+        elif item.originalname == test_a_benchmark_leaves_no_conversations_in_the_default_storage.__name__:
+            runs[item.originalname] = _without_a_storage_setting(tmp_path_factory.mktemp("storage-unset"))
+    smoke = SmokeRuns(runs)
+    yield smoke
+    smoke.close()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "benchmark",
@@ -93,14 +176,8 @@ def test_a_benchmark_refuses_a_size_that_measures_nothing_before_starting_a_serv
         for name in sorted(SMALLEST_RUNS)
     ],
 )
-def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
-    ran = subprocess.run(
-        [sys.executable, "-m", f"bench.{benchmark}", *SMALLEST_RUNS[benchmark]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+def test_benchmark_runs_and_prints_its_ratio(benchmark: str, smoke_runs: SmokeRuns):
+    ran = smoke_runs[benchmark]
     assert ran.returncode == 0, f"bench.{benchmark} failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
     ratios = RATIO_LINE.findall(ran.stdout)
     assert len(ratios) == 1, f"bench.{benchmark} printed {len(ratios)} ratio lines:\n{ran.stdout[-3000:]}"
@@ -110,18 +187,8 @@ def test_benchmark_runs_and_prints_its_ratio(benchmark: str):
 
 
 @pytest.mark.slow
-def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them():
-    hide_the_peers = (
-        "import runpy, sys; sys.modules.update(agents=None, pydantic_ai=None); "
-        "runpy.run_module('bench.peers', run_name='__main__', alter_sys=True)"
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", hide_the_peers, *SMALLEST_RUNS["peers"]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them(smoke_runs: SmokeRuns):
+    ran = smoke_runs[test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them.__name__]
     assert ran.returncode == 0, f"bench.peers failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
     rows = ran.stdout.rstrip().splitlines()
     assert any(re.match(r" *stalwart: +[\d.]+ ms per step", row) for row in rows), ran.stdout
@@ -131,25 +198,16 @@ def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to
 
 
 @pytest.mark.slow
-def test_a_benchmark_leaves_no_conversations_in_the_default_storage(tmp_path: Path):
+def test_a_benchmark_leaves_no_conversations_in_the_default_storage(smoke_runs: SmokeRuns):
     """Run where STALWART_STORAGE is unset, a benchmark writes to a scratch folder beside the default one, on the
     same disk, and removes it: measuring for a day used to leave hundreds of megabytes in the default storage.
 
     `concurrency` is the quickest of the benchmarks whose runs write conversations: every benchmark that runs a
     worker takes its scratch folder from `bench.harness.scratch_storage`."""
-    env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
-    (tmp_path / "data").mkdir()
-    env["XDG_DATA_HOME"] = str(tmp_path / "data")  # the default storage is $XDG_DATA_HOME/stalwart/storage
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    ran = subprocess.run(
-        [sys.executable, "-m", "bench.concurrency", *SMALLEST_RUNS["concurrency"]],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+    name = test_a_benchmark_leaves_no_conversations_in_the_default_storage.__name__
+    ran = smoke_runs[name]
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert RATIO_LINE.search(ran.stdout)
-    left = [path.relative_to(tmp_path) for path in tmp_path.rglob("*")]
+    folder = smoke_runs.runs[name].cwd
+    left = [path.relative_to(folder) for path in folder.rglob("*")]
     assert left == [Path("data")]  # no conversations, and no empty `stalwart/` folder either
