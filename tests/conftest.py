@@ -21,6 +21,7 @@ from stalwart.client.connection import connect
 from stalwart.workers.dev_server import DevServer, find_executable
 from stalwart.workers.search_attributes import ensure_search_attributes
 
+from support import head_start
 from support.a2a_agents import A2AServer, roster
 from support.a2a_http import serving
 from wire_server.server import WireServer
@@ -136,6 +137,17 @@ async def wire() -> AsyncIterator[WireServer]:
 
 
 _SESSION = pytest.StashKey[pytest.Session]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{head_start.MARKER}(*work): the test waits for this work, started once tests are collected"
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not session.config.option.collectonly:
+        head_start.start_for(session.items)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -18,6 +18,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from support.head_start import head_start
 from support.repo_paths import REPO
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -371,41 +374,71 @@ def _see_the_installed_requirements(venv: Path, folder: Path, extras: set[str]) 
     (site_packages / "installed-requirements.pth").write_text(f"{folder}\n")
 
 
-@pytest.mark.slow
-def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands(tmp_path: Path):
+@dataclass(frozen=True)
+class ImageEnvironment:
+    """The Dockerfile's pip command run in a fresh venv, and the stack's commands and imports tried in it."""
+
+    built: subprocess.CompletedProcess[str]
+    helped: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
+    """`--help` of the worker's and the codec server's commands, once built."""
+    imported: subprocess.CompletedProcess[str] | None = None
+
+
+@head_start
+def _image_environment() -> ImageEnvironment:
     """COPY the same files to a fresh /app and run the Dockerfile's pip command there, in a new venv; then the
-    commands the stack runs start (their --help), with the S3 driver importable."""
-    copies, runs, base = dockerfile_steps()
+    commands the stack runs (their --help), and the imports the stack needs."""
+    copies, runs, _ = dockerfile_steps()
+    with tempfile.TemporaryDirectory(prefix="stalwart-image-") as scratch:
+        tmp_path = Path(scratch)
+        app = tmp_path / "app"
+        app.mkdir()
+        for source, destination in copies:  # as Docker does: a folder's contents into the destination folder
+            target = app / destination
+            if (REPO / source).is_dir():
+                shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                target.mkdir(parents=True, exist_ok=True) if destination.endswith("/") else None
+                shutil.copy(REPO / source, target / Path(source).name if destination.endswith("/") else target)
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        _see_the_installed_requirements(venv, tmp_path / "requirements", extras={"s3"})
+        env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
+        [install] = [run for run in runs if run.startswith("pip install")]
+        built = subprocess.run(install, shell=True, cwd=app, env=env, capture_output=True, text=True)
+        if built.returncode != 0:
+            return ImageEnvironment(built)
+        helped = {}
+        for name in ("worker", "codec-server"):
+            argv = command(name)
+            helped[name] = subprocess.run(
+                [str(venv / "bin" / argv[0]), *argv[1:2], "--help"], capture_output=True, text=True
+            )
+        imports = "import aioboto3, stalwart.workers.worker, stalwart.client.codec_server, opentelemetry.sdk"
+        imported = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", imports], capture_output=True, text=True, cwd=tmp_path
+        )
+    return ImageEnvironment(built, helped, imported)
+
+
+@pytest.mark.slow
+@pytest.mark.head_start(_image_environment)
+def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands():
+    """COPY the same files to a fresh /app and run the Dockerfile's pip command there, in a new venv; then the
+    commands the stack runs start (their --help), with the S3 driver importable. The build takes twenty seconds of
+    a core: it runs from the start of the session (support/head_start.py)."""
+    _, _, base = dockerfile_steps()
     python = base.split(":")[1].split("-")[0]
     assert python.rsplit(".", 1)[0] == f"{sys.version_info.major}.{sys.version_info.minor}", (
         f"the image runs Python {python}; this test needs the same minor version to build its environment"
     )
-    app = tmp_path / "app"
-    app.mkdir()
-    for source, destination in copies:  # as Docker does: a folder's contents into the destination folder
-        target = app / destination
-        if (REPO / source).is_dir():
-            shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            target.mkdir(parents=True, exist_ok=True) if destination.endswith("/") else None
-            shutil.copy(REPO / source, target / Path(source).name if destination.endswith("/") else target)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _see_the_installed_requirements(venv, tmp_path / "requirements", extras={"s3"})
-    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
-    [install] = [run for run in runs if run.startswith("pip install")]
-    built = subprocess.run(install, shell=True, cwd=app, env=env, capture_output=True, text=True)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    for name in ("worker", "codec-server"):
-        argv = command(name)
-        shown = subprocess.run([str(venv / "bin" / argv[0]), *argv[1:2], "--help"], capture_output=True, text=True)
+    image = _image_environment.result()
+    assert image.built.returncode == 0, image.built.stdout[-3000:] + image.built.stderr[-3000:]
+    for name, shown in image.helped.items():
         assert shown.returncode == 0, shown.stderr
         assert "--metrics-port" in shown.stdout if name == "worker" else "--origin" in shown.stdout
-    imports = "import aioboto3, stalwart.workers.worker, stalwart.client.codec_server, opentelemetry.sdk"
-    imported = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", imports], capture_output=True, text=True, cwd=tmp_path
-    )
-    assert imported.returncode == 0, imported.stderr
+    assert image.imported is not None
+    assert image.imported.returncode == 0, image.imported.stderr
 
 
 def test_every_published_port_is_on_this_machines_loopback_only():
