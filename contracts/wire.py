@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import PydanticUndefined
 
 from stalwart.contracts.model import Contract
@@ -24,28 +24,38 @@ from stalwart.contracts.model import Contract
 class Compact(Contract):
     """A pydantic model whose JSON leaves out fields that hold their empty default."""
 
-    @model_serializer(mode="wrap")
-    def _without_empty_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+    # JSON only: a Python dump keeps every field, for code reading it. This runs once per model in every payload
+    # (a step's request holds a dozen), so the loop is kept to a lookup and a comparison per field.
+    @model_serializer(mode="wrap", when_used="json")
+    def _without_empty_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and info.mode_is_json():  # a Python dump keeps every field, for code reading it
-            for name, default in _empty_defaults(type(self)):
-                if name in data and _same(data[name], default):
+        if isinstance(data, dict):
+            for name, default, kind in _empty_defaults(type(self)):
+                # The serialized value is the default itself: `None` is not `{}`, and `0` is not `False`.
+                value = data.get(name, _ABSENT)
+                if type(value) is kind and value == default:
                     del data[name]
         return data
+
+
+# The SDK asks the type of every activity's argument and result for a converter of its own (its experimental
+# `transfer_type_convertible`) by looking up this attribute, which a pydantic model class lacking it answers through its
+# metaclass's `__getattr__` and a raised AttributeError, cold at each workflow task. Set to None (outside the class
+# body, which would mangle the name), the lookup finds "none" at once, the answer it gave before.
+setattr(Compact, "__temporal_transfer_type_converter", None)
+
+_ABSENT = object()
+"""A field not in the serialized data: of no default's type."""
 
 
 def _is_empty(value: Any) -> bool:
     return value is None or (type(value) in (bool, int, float, str, list, dict) and not value)
 
 
-def _same(value: Any, default: Any) -> bool:
-    """Whether a serialized `value` is `default` itself: `None` is not `{}`, and `0` is not `False`."""
-    return value is None if default is None else type(value) is type(default) and value == default
-
-
 @functools.cache
-def _empty_defaults(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
-    """The fields of `model` whose default is empty (None, False, 0, "", [] or {}): serialized name and default."""
+def _empty_defaults(model: type[BaseModel]) -> tuple[tuple[str, Any, type], ...]:
+    """The fields of `model` whose default is empty (None, False, 0, "", [] or {}): serialized name, default and
+    the default's type."""
     found = []
     for name, field in model.model_fields.items():
         if field.default_factory is not None:
@@ -57,5 +67,5 @@ def _empty_defaults(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
         else:
             default = field.default
         if _is_empty(default):
-            found.append((field.serialization_alias or name, default))
+            found.append((field.serialization_alias or name, default, type(default)))
     return tuple(found)
