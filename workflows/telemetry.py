@@ -17,8 +17,8 @@ counted once however often its history is replayed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from temporalio import workflow
@@ -48,10 +48,13 @@ class _NoSpan:
 NO_SPAN = _NoSpan()
 
 
-@contextmanager
+_NOT_TRACED: AbstractContextManager[Span] = nullcontext(NO_SPAN)
+"""The block's context when the worker does not trace: it does nothing, so one serves every block."""
+
+
 def span(
     name: str, attributes: Mapping[str, Attribute], *, ends_on: tuple[type[BaseException], ...] = ()
-) -> Iterator[Span]:
+) -> AbstractContextManager[Span]:
     """A span around the block when the worker traces, else nothing.
 
     `ends_on`: exceptions that end the span normally (control flow such as continue-as-new); any other
@@ -59,10 +62,8 @@ def span(
     """
     start = workflow.extern_functions().get(SPAN_FUNCTION)
     if start is None:
-        yield NO_SPAN
-        return
-    with start(name, dict(attributes), ends_on) as opened:
-        yield opened
+        return _NOT_TRACED
+    return start(name, dict(attributes), ends_on)
 
 
 def turn_span(
@@ -71,7 +72,7 @@ def turn_span(
     """A session's turn as an `invoke_agent` span of its own, inside the session's span; a plain run's one turn
     is the run's own span, so it gets none."""
     if not session:
-        return nullcontext(NO_SPAN)
+        return _NOT_TRACED
     attributes = agent_attributes(agent, model, conversation_id=workflow.info().workflow_id)
     return span(f"invoke_agent {agent}", {**attributes, "stalwart.turn": number}, ends_on=ends_on)
 
