@@ -6,6 +6,7 @@ import ast
 import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 import stalwart
 
+from support.head_start import head_start
 from support.repo_paths import REPO
 
 LAYOUT_FOLDERS = ["contracts", "workflows", "activities", "workers", "client"]
@@ -89,18 +91,27 @@ def test_every_package_folder_is_listed_for_installation():
     assert sorted(listed) == sorted(on_disk)
 
 
+@head_start
+def _wheel() -> tuple[list[str], str]:
+    """The names in the wheel pip builds of the repo, and its entry points: some seconds of a core, run from the start
+    of the session (support/head_start.py)."""
+    with tempfile.TemporaryDirectory(prefix="stalwart-wheel-") as scratch:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", scratch, str(REPO)],
+            check=True,
+            capture_output=True,
+        )
+        [wheel] = Path(scratch).glob("stalwart-*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+            return names, archive.read(entry_points).decode()
+
+
 @pytest.mark.slow
-def test_the_wheel_installs_exactly_one_top_level_package_and_the_console_script(tmp_path: Path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(REPO)],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = tmp_path.glob("stalwart-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        names = archive.namelist()
-        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
-        scripts = archive.read(entry_points).decode()
+@pytest.mark.head_start(_wheel)
+def test_the_wheel_installs_exactly_one_top_level_package_and_the_console_script():
+    names, scripts = _wheel.result()
     top_level = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
     assert top_level == {"stalwart"}
     assert "stalwart/workflows/agent.py" in names and "stalwart/contracts/run.py" in names

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 
+import pytest
 from span_trees import spans_of_trace
 
 from stalwart.client.connection import connect
@@ -17,6 +18,7 @@ from stalwart.contracts.run_input import RunInput
 from stalwart.workers.worker import build_worker
 
 from support.fresh_python import printed_by
+from support.head_start import head_start
 
 PROBE = """
 import sys
@@ -35,20 +37,29 @@ def _python(code: str, **env: str) -> str:
     return printed_by(code, {**clean, **env})
 
 
-def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk():
-    assert _python(PROBE.format(before="")) == "False ProxyTracerProvider [] False"
-
-
-def test_an_otlp_endpoint_turns_tracing_on():
-    out = _python(PROBE.format(before=""), OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318")
-    assert out == "True ReplaySafeTracerProvider ['sdk'] True"
-
-
-def test_otel_sdk_disabled_wins_over_an_endpoint():
-    out = _python(
+# Each probe is two seconds of a core importing: they run from the start of the session (support/head_start.py).
+NO_ENDPOINT = head_start(lambda: _python(PROBE.format(before="")))
+ENDPOINT = head_start(lambda: _python(PROBE.format(before=""), OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318"))
+DISABLED = head_start(
+    lambda: _python(
         PROBE.format(before=""), OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_SDK_DISABLED="true"
     )
-    assert out == "False ProxyTracerProvider [] False"
+)
+
+
+@pytest.mark.head_start(NO_ENDPOINT)
+def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk():
+    assert NO_ENDPOINT.result() == "False ProxyTracerProvider [] False"
+
+
+@pytest.mark.head_start(ENDPOINT)
+def test_an_otlp_endpoint_turns_tracing_on():
+    assert ENDPOINT.result() == "True ReplaySafeTracerProvider ['sdk'] True"
+
+
+@pytest.mark.head_start(DISABLED)
+def test_otel_sdk_disabled_wins_over_an_endpoint():
+    assert DISABLED.result() == "False ProxyTracerProvider [] False"
 
 
 def test_import_and_help_load_no_opentelemetry():
