@@ -27,7 +27,9 @@ from stalwart.contracts.agent import ScriptedReply
 from support.worker_process import assert_alive, result_while_alive, start_worker, stop
 
 HERE = Path(__file__).resolve().parent
-MAX_SECONDS = 10
+MAX_SECONDS = 5
+"""The parent's budget from its first workflow task: the sub-agent's tool call starts about 0.3 s into it, and the
+worker is killed then; the rest of it only waits for the deadline."""
 
 
 def _call_times(calls_file: Path) -> list[datetime]:
