@@ -65,6 +65,9 @@ class ToolCall(Compact):
 
 TOOL_ERROR_HINT = "Check argument names and types and try again."
 
+_DATA_AS_TEXT = json.JSONEncoder(default=str)
+"""`json.dumps(data, default=str)`, without building an encoder per call: a result's text is read twice a call."""
+
 
 CUT_MARKER = "\n\n[... {cut:,} of {total:,} characters cut here; the run's record keeps the whole result]"
 
@@ -143,7 +146,7 @@ class ToolResult(Compact):
                 return self.error
             return json.dumps({"error": self.error, "hint": self.hint})
         if self.data is not None:
-            return json.dumps(self.data, default=str)
+            return _DATA_AS_TEXT.encode(self.data)
         return self.content
 
     def for_model(self) -> str:

@@ -31,6 +31,10 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.turns import Turn
 
 
+_ARGUMENTS_KEY = json.JSONEncoder(sort_keys=True)
+"""The thrash guard's key of a call's arguments: `json.dumps(arguments, sort_keys=True)`, one encoder for every call."""
+
+
 class ToolCalls:
     """Describes the agent's tools once per chain, and runs each step's calls for the turn given."""
 
@@ -138,7 +142,7 @@ class ToolCalls:
             )
         earlier = self._chain.state.earlier_results
         guarded = self._agent.thrash_guard and not tool.side_effecting
-        repeat_key = f"{call.name} {json.dumps(call.arguments, sort_keys=True)}"
+        repeat_key = f"{call.name} {_ARGUMENTS_KEY.encode(call.arguments)}"
         if guarded and repeat_key in earlier:
             step, content = earlier[repeat_key]
             return ToolResult(
