@@ -106,7 +106,7 @@ def _command(handler: str) -> Callable[[argparse.Namespace], int | Coroutine[Any
 
     A coroutine function talks to a server or a process, in an event loop: the Temporal server's refusals it does
     not handle itself come out of it as Stalwart errors. A plain function (`check`) reads local files and starts no
-    event loop (asyncio is a fifth of its start) unless it returns a coroutine to run in one."""
+    event loop (asyncio is about a tenth of its start) unless it returns a coroutine to run in one."""
     import importlib
     import inspect
 

@@ -581,7 +581,7 @@ def test_check_reads_an_agent_file_without_loading_the_temporal_sdk():
 
 
 def test_check_of_an_agent_without_mcp_servers_starts_no_event_loop():
-    """asyncio's import is a fifth of the command's start; only listing an MCP server's tools needs the loop."""
+    """asyncio's import is a tenth of the command's start; only listing an MCP server's tools needs the loop."""
     assert _imports_of("check", str(AGENTS_DIR / "calculator.toml"), heavy=("asyncio",)) == []
 
 

@@ -67,7 +67,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the command line imports it at start: the Temporal SDK (200 ms) only once a command meets a server's error"
     ),
     ("stalwart.client.tool_names", "asyncio"): (
-        "the event loop (40 ms, a fifth of `stalwart check`): only to list the tools of an agent's MCP servers"
+        "the event loop (25 ms, a tenth of `stalwart check`): only to list the tools of an agent's MCP servers"
     ),
     ("stalwart.client.tool_names", "stalwart.activities.mcp"): (
         "the MCP SDK (over half a second): only `stalwart check` of an agent with MCP servers"

@@ -41,7 +41,7 @@ async def list_runs(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:
-    """An agent without MCP servers is checked here and now, with no event loop (asyncio is a fifth of the command's
+    """An agent without MCP servers is checked here and now, with no event loop (asyncio is a tenth of the command's
     start); one with MCP servers returns the coroutine that lists their tools from the servers themselves."""
     from stalwart.client.agent_files import check_agent
     from stalwart.client.tool_names import own_tools
