@@ -408,9 +408,12 @@ def _image_environment() -> ImageEnvironment:
         built = subprocess.run(install, shell=True, cwd=app, env=env, capture_output=True, text=True)
         if built.returncode != 0:
             return ImageEnvironment(built)
+        # Not `command()`: its stack is cached, and this thread must not cache it under the environment of a test
+        # running meanwhile (a provider test's API key, say).
+        services_now = stack.__wrapped__()["services"]
         helped = {}
         for name in ("worker", "codec-server"):
-            argv = command(name)
+            argv = list(services_now[name].get("command") or [])
             helped[name] = subprocess.run(
                 [str(venv / "bin" / argv[0]), *argv[1:2], "--help"], capture_output=True, text=True
             )
