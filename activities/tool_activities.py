@@ -15,6 +15,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -220,7 +221,11 @@ class ToolActivities:
                 return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)
             raise ApplicationError(f"{call.name}: {err}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
         except RetryableToolError as err:
-            raise ApplicationError(f"{call.name}: {err}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
+            raise ApplicationError(
+                f"{call.name}: {err}",
+                type=failure_types.RETRYABLE_TOOL_ERROR,
+                next_retry_delay=None if err.retry_after is None else timedelta(seconds=err.retry_after),
+            ) from err
         except ToolArgumentsError as err:
             return ToolResult.failure(call, f"ToolArgumentsError: {err}")
         except asyncio.CancelledError:

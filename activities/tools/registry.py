@@ -30,8 +30,16 @@ class RetryableToolError(InfrastructureError):
     """Raise from a tool when trying again later may succeed (a flaky service, a lock).
 
     Temporal then retries the call with backoff; any other exception goes
-    straight back to the model as a tool error.
+    straight back to the model as a tool error. `retry_after` (seconds) sets when the next attempt starts
+    instead of the backoff, as a service's Retry-After would: the call's timeout and the run's deadline still
+    bound it, and its attempts stay those of the retry policy.
     """
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        if retry_after is not None and not retry_after >= 0:
+            raise ValueError(f"retry_after must be a number of seconds, 0 or more; got {retry_after!r}")
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ToolArgumentsError(UsageError):

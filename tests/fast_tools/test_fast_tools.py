@@ -190,14 +190,15 @@ def always_busy(target: str) -> str:
     Args:
         target: What to act on.
     """
-    raise RetryableToolError(f"{target} is busy")
+    raise RetryableToolError(f"{target} is busy", retry_after=0.05)
 
 
 async def test_a_fast_tool_that_fails_every_attempt_gives_the_model_its_error_as_a_full_activity_does(
     stalwart, worker_with
 ):
-    """Its attempts (`TOOL_RETRY`: 5, about 15 s of backoff) spent, the SDK raises a local activity's last failure
-    unwrapped, not in an `ActivityError`: it failed the run."""
+    """Its attempts (`TOOL_RETRY`'s 5, each after the tool's own `retry_after` instead of the policy's 15 s of
+    backoff) spent, the SDK raises a local activity's last failure unwrapped, not in an `ActivityError`: it failed
+    the run."""
     spec = agent(ScriptedToolCall(name="always_busy", arguments={"target": "db"}), tools=["always_busy"])
     async with worker_with(always_busy):
         handle = await stalwart.start(spec, "act on the db")
