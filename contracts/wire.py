@@ -38,12 +38,6 @@ class Compact(Contract):
         return data
 
 
-# The SDK asks the type of every activity's argument and result for a converter of its own (its experimental
-# `transfer_type_convertible`) by looking up this attribute, which a pydantic model class lacking it answers through its
-# metaclass's `__getattr__` and a raised AttributeError, cold at each workflow task. Set to None (outside the class
-# body, which would mangle the name), the lookup finds "none" at once, the answer it gave before.
-setattr(Compact, "__temporal_transfer_type_converter", None)
-
 _ABSENT = object()
 """A field not in the serialized data: of no default's type."""
 
