@@ -14,6 +14,7 @@ import copy
 import functools
 import inspect
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ class RetryableToolError(InfrastructureError):
     """
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        if retry_after is not None and not retry_after >= 0:
+        if retry_after is not None and not (math.isfinite(retry_after) and retry_after >= 0):
             raise ValueError(f"retry_after must be a number of seconds, 0 or more; got {retry_after!r}")
         super().__init__(message)
         self.retry_after = retry_after

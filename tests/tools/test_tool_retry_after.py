@@ -77,7 +77,7 @@ async def test_a_fast_tool_retried_after_its_own_delay_returns_its_result_at_the
     assert result.steps[2].result == "db: found"
 
 
-@pytest.mark.parametrize("delay", [-1, float("nan")])
+@pytest.mark.parametrize("delay", [-1, float("nan"), float("inf")])
 def test_a_retry_after_that_is_no_number_of_seconds_is_refused_where_the_tool_raises_it(delay):
     with pytest.raises(ValueError, match="retry_after must be a number of seconds, 0 or more"):
         RetryableToolError("busy", retry_after=delay)
