@@ -21,22 +21,20 @@ def own_tools(spec: AgentSpec) -> ListedTools:
     """The tools a worker registers and the sub-agents: all the model sees of an agent without MCP servers."""
     lines = [f"{name}  (a tool the worker registers)" for name in spec.tools]
     lines += [f"{sub.name}  (sub-agent, {sub.mode})" for sub in spec.sub_agents]
-    return ListedTools(lines, _own_names(spec))
-
-
-def _own_names(spec: AgentSpec) -> list[str]:
-    return [*spec.tools, *(sub.name for sub in spec.sub_agents)]
+    return ListedTools(lines, [*spec.tools, *(sub.name for sub in spec.sub_agents)])
 
 
 async def listed_tools(spec: AgentSpec) -> ListedTools:
     """The agent's tools as its model will see them, its MCP servers' listed from the servers themselves."""
+    own = own_tools(spec)
     if not spec.mcp_servers:
-        return own_tools(spec)
+        return own
     import asyncio
 
     from stalwart.activities.mcp import McpPool, catalog  # the MCP SDK: only for agents that use MCP servers
 
-    own, lines = _own_names(spec), own_tools(spec).lines
+    assert own.names is not None
+    lines = list(own.lines)
     pool = McpPool()
     try:
         listed = await asyncio.gather(*(pool.list_tools(server) for server in spec.mcp_servers), return_exceptions=True)
@@ -51,7 +49,7 @@ async def listed_tools(spec: AgentSpec) -> ListedTools:
         else:
             reachable.append((server, tools))
     try:
-        specs = catalog.tool_specs(reachable, own=own)
+        specs = catalog.tool_specs(reachable, own=own.names)
     except Exception as err:
         return ListedTools([*lines, f"MCP tools: {err}"], None)
     for tool in specs:
@@ -59,4 +57,4 @@ async def listed_tools(spec: AgentSpec) -> ListedTools:
         renamed = f", renamed from {tool.remote_name!r} to avoid a clash" if tool.remote_name else ""
         lines.append(f"{tool.name}  (MCP server {tool.server.name!r}{renamed})")
     every_server_listed = len(reachable) == len(spec.mcp_servers)
-    return ListedTools(lines, [*own, *(tool.name for tool in specs)] if every_server_listed else None)
+    return ListedTools(lines, [*own.names, *(tool.name for tool in specs)] if every_server_listed else None)
