@@ -13,13 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from changed_workflows import MemoryFirstAgentWorkflow, PatchedMemoryFirstAgentWorkflow
+from changed_workflows import MemoryFirstAgentWorkflow, PatchedMemoryFirstAgentWorkflow, SandboxedAgentWorkflow
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from stalwart.client.replay import history_files
 from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.run import Usage
 from stalwart.workflows import AgentWorkflow
 
 HISTORY_FILE = Path(__file__).resolve().parent / "fixtures" / "histories" / "calculator_run.json"
@@ -43,6 +44,20 @@ async def test_replay_fails_with_nondeterminism_when_the_workflow_schedules_a_ne
 async def test_the_same_change_behind_workflow_patched_replays_the_recorded_run():
     replayer = Replayer(workflows=[PatchedMemoryFirstAgentWorkflow], data_converter=DATA_CONVERTER)
     await replayer.replay_workflow(_recorded_run())
+
+
+async def test_a_contract_defined_after_a_sandboxed_subclass_does_not_stop_its_replay():
+    """The sandbox imports the subclass's module again, which builds no contract there: a still-deferred one from a
+    module the sandbox never imported (a user's subclass of a public contract, here) failed there as "name 'Any' is
+    not defined" and the worker refused the workflow. Built outside, it is only used there."""
+
+    class Billing(Usage):  # this module is not in the sandbox either
+        account: str = ""
+
+    assert not Billing.__pydantic_complete__
+    replayer = Replayer(workflows=[SandboxedAgentWorkflow], data_converter=DATA_CONVERTER)
+    await replayer.replay_workflow(_recorded_run())
+    assert Billing(account="a").model_dump_json() == '{"account":"a"}'
 
 
 def test_a_sandboxed_subclass_replays_every_recorded_capability_in_a_fresh_process():

@@ -55,9 +55,13 @@ class AgentWorkflow:
     """One run of one agent: a goal, or (with `session`) a conversation of many messages."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # A subclass is sandboxed unless it says otherwise: its contracts must be built before it runs there.
+        # A subclass is sandboxed unless it says otherwise: its contracts must be built before it runs there. Not
+        # when the sandbox imports the subclass's module again: there a contract from a module it never imported (a
+        # user's subclass of a public contract, defined after this one) fails to build, and the worker refuses the
+        # workflow. Those the workflow uses were built when the subclass was first defined, outside.
         super().__init_subclass__(**kwargs)
-        build_contracts()
+        if not workflow.unsafe.in_sandbox():
+            build_contracts()
 
     @workflow.init
     def __init__(self, raw_input: RawValue = NO_INPUT) -> None:
