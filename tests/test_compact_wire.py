@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import ConfigDict, ValidationError
+from pydantic import ValidationError
 
 import stalwart.contracts
 from stalwart.contracts.messages import AssistantTurn, ToolResult
@@ -99,9 +99,6 @@ def test_compact_json_leaves_out_exactly_the_fields_at_their_empty_default(model
 
 
 class _AnyDefaults(Compact):
-    # Built now: a contract still deferred is built by `build_contracts`, maybe in a sandbox without this module.
-    model_config = ConfigDict(defer_build=False)
-
     zero: object = 0
     false: object = False
     none: object = None
