@@ -21,10 +21,11 @@ from stalwart.client.connection import connect
 from stalwart.workers.dev_server import DevServer, find_executable
 from stalwart.workers.search_attributes import ensure_search_attributes
 
-from support import head_start
 from support.a2a_agents import A2AServer, roster
 from support.a2a_http import serving
 from wire_server.server import WireServer
+
+pytest_plugins = ["support.head_start"]  # the `head_start` marker and the `head_start_result` fixture
 
 # Every worker, client and subprocess of the suite shares one storage folder, outside the repo.
 os.environ.setdefault("STALWART_STORAGE", tempfile.mkdtemp(prefix="stalwart-storage-"))
@@ -137,17 +138,6 @@ async def wire() -> AsyncIterator[WireServer]:
 
 
 _SESSION = pytest.StashKey[pytest.Session]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{head_start.MARKER}(*work): the test waits for this work, started once tests are collected"
-    )
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if not session.config.option.collectonly:
-        head_start.start_for(session.items)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

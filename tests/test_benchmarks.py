@@ -14,15 +14,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from stalwart.activities.storage.config import STORAGE_VAR
 
+from support.head_start import Pool, head_start
 from support.repo_paths import REPO
 
 RATIO_LINE = re.compile(r"^ratio: (\S+)", re.MULTILINE)
@@ -88,9 +89,9 @@ def test_a_benchmark_refuses_a_size_that_measures_nothing_before_starting_a_serv
     assert ran.stdout == ""  # nothing was measured
 
 
-RUNS_AT_ONCE = 2
-"""Benchmark runs this module keeps going at once: each keeps about one core busy (its worker, its dev server), and
-the smoke runs of the tests below, one after another, took a minute."""
+BENCHMARK_RUNS = Pool("benchmark-runs", at_once=2, from_collection=False)
+"""The smoke runs of the tests below, two at a time from the first of them (support/head_start.py): each keeps about
+one core busy (its worker, its dev server), and one after another they took a minute."""
 
 
 @dataclass(frozen=True)
@@ -107,77 +108,47 @@ class Run:
         )
 
 
-class SmokeRuns:
-    """The benchmark runs of the tests of this module that this pytest session runs, `RUNS_AT_ONCE` at a time from
-    the first test that asks for one, in the tests' order; each test waits for its own and checks it."""
-
-    def __init__(self, runs: dict[str, Run]) -> None:
-        self.runs = runs
-        self._pool = ThreadPoolExecutor(max_workers=RUNS_AT_ONCE)
-        self._done = {name: self._pool.submit(run) for name, run in runs.items()}
-
-    def __getitem__(self, name: str) -> subprocess.CompletedProcess[str]:
-        return self._done[name].result()
-
-    def close(self) -> None:
-        """Start no more runs (one already going finishes: a benchmark stops its own dev server)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+SMOKE_RUNS = {
+    benchmark: head_start(Run([sys.executable, "-m", f"bench.{benchmark}", *arguments]), BENCHMARK_RUNS)
+    for benchmark, arguments in SMALLEST_RUNS.items()
+}
 
 
-def _smoke_run(benchmark: str) -> Run:
-    return Run([sys.executable, "-m", f"bench.{benchmark}", *SMALLEST_RUNS[benchmark]])
-
-
-def _without_the_peers() -> Run:
+def _without_the_peers() -> subprocess.CompletedProcess[str]:
     hide_the_peers = (
         "import runpy, sys; sys.modules.update(agents=None, pydantic_ai=None); "
         "runpy.run_module('bench.peers', run_name='__main__', alter_sys=True)"
     )
-    return Run([sys.executable, "-c", hide_the_peers, *SMALLEST_RUNS["peers"]])
+    return Run([sys.executable, "-c", hide_the_peers, *SMALLEST_RUNS["peers"]])()
 
 
-def _without_a_storage_setting(folder: Path) -> Run:
-    """`concurrency` run in `folder` where STALWART_STORAGE is unset: the default storage is under `folder/data`."""
-    env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
-    (folder / "data").mkdir()
-    env["XDG_DATA_HOME"] = str(folder / "data")  # the default storage is $XDG_DATA_HOME/stalwart/storage
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return Run([sys.executable, "-m", "bench.concurrency", *SMALLEST_RUNS["concurrency"]], cwd=folder, env=env)
+def _without_a_storage_setting() -> tuple[subprocess.CompletedProcess[str], list[Path]]:
+    """`concurrency` run in a scratch folder where STALWART_STORAGE is unset, and what it left in that folder: the
+    default storage is under its `data`."""
+    with tempfile.TemporaryDirectory(prefix="stalwart-storage-unset-") as scratch:
+        folder = Path(scratch)
+        env = {name: value for name, value in os.environ.items() if name != STORAGE_VAR}
+        (folder / "data").mkdir()
+        env["XDG_DATA_HOME"] = str(folder / "data")  # the default storage is $XDG_DATA_HOME/stalwart/storage
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        ran = Run([sys.executable, "-m", "bench.concurrency", *SMALLEST_RUNS["concurrency"]], cwd=folder, env=env)()
+        return ran, [path.relative_to(folder) for path in folder.rglob("*")]
 
 
-@pytest.fixture(scope="module")
-def smoke_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRuns]:
-    """The runs of the tests selected in this module, started together at the first of them."""
-    runs: dict[str, Run] = {}
-    for item in request.session.items:
-        if not isinstance(item, pytest.Function) or item.module is not request.module:
-            continue
-        if item.originalname == test_benchmark_runs_and_prints_its_ratio.__name__:
-            benchmark = item.callspec.params["benchmark"]
-            if benchmark != "peers" or PEERS_INSTALLED:
-                runs[benchmark] = _smoke_run(benchmark)
-        elif (
-            item.originalname
-            == test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them.__name__
-        ):
-            runs[item.originalname] = _without_the_peers()
-        elif item.originalname == test_a_benchmark_leaves_no_conversations_in_the_default_storage.__name__:
-            runs[item.originalname] = _without_a_storage_setting(tmp_path_factory.mktemp("storage-unset"))
-    smoke = SmokeRuns(runs)
-    yield smoke
-    smoke.close()
+WITHOUT_THE_PEERS = head_start(_without_the_peers, BENCHMARK_RUNS)
+WITHOUT_A_STORAGE_SETTING = head_start(_without_a_storage_setting, BENCHMARK_RUNS)
+
+
+def _smoke_test(benchmark: str) -> Any:
+    if benchmark == "peers" and not PEERS_INSTALLED:
+        return pytest.param(benchmark, marks=pytest.mark.skip(reason="no peers extra"))
+    return pytest.param(benchmark, marks=pytest.mark.head_start(SMOKE_RUNS[benchmark]))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "benchmark",
-    [
-        pytest.param(name, marks=pytest.mark.skipif(name == "peers" and not PEERS_INSTALLED, reason="no peers extra"))
-        for name in sorted(SMALLEST_RUNS)
-    ],
-)
-def test_benchmark_runs_and_prints_its_ratio(benchmark: str, smoke_runs: SmokeRuns):
-    ran = smoke_runs[benchmark]
+@pytest.mark.parametrize("benchmark", [_smoke_test(name) for name in sorted(SMALLEST_RUNS)])
+def test_benchmark_runs_and_prints_its_ratio(benchmark: str, head_start_result: subprocess.CompletedProcess[str]):
+    ran = head_start_result
     assert ran.returncode == 0, f"bench.{benchmark} failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
     ratios = RATIO_LINE.findall(ran.stdout)
     assert len(ratios) == 1, f"bench.{benchmark} printed {len(ratios)} ratio lines:\n{ran.stdout[-3000:]}"
@@ -187,8 +158,11 @@ def test_benchmark_runs_and_prints_its_ratio(benchmark: str, smoke_runs: SmokeRu
 
 
 @pytest.mark.slow
-def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them(smoke_runs: SmokeRuns):
-    ran = smoke_runs[test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them.__name__]
+@pytest.mark.head_start(WITHOUT_THE_PEERS)
+def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to_install_them(
+    head_start_result: subprocess.CompletedProcess[str],
+):
+    ran = head_start_result
     assert ran.returncode == 0, f"bench.peers failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
     rows = ran.stdout.rstrip().splitlines()
     assert any(re.match(r" *stalwart: +[\d.]+ ms per step", row) for row in rows), ran.stdout
@@ -198,16 +172,16 @@ def test_the_peers_benchmark_without_the_peers_measures_stalwart_and_says_how_to
 
 
 @pytest.mark.slow
-def test_a_benchmark_leaves_no_conversations_in_the_default_storage(smoke_runs: SmokeRuns):
+@pytest.mark.head_start(WITHOUT_A_STORAGE_SETTING)
+def test_a_benchmark_leaves_no_conversations_in_the_default_storage(
+    head_start_result: tuple[subprocess.CompletedProcess[str], list[Path]],
+):
     """Run where STALWART_STORAGE is unset, a benchmark writes to a scratch folder beside the default one, on the
     same disk, and removes it: measuring for a day used to leave hundreds of megabytes in the default storage.
 
     `concurrency` is the quickest of the benchmarks whose runs write conversations: every benchmark that runs a
     worker takes its scratch folder from `bench.harness.scratch_storage`."""
-    name = test_a_benchmark_leaves_no_conversations_in_the_default_storage.__name__
-    ran = smoke_runs[name]
+    ran, left = head_start_result
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert RATIO_LINE.search(ran.stdout)
-    folder = smoke_runs.runs[name].cwd
-    left = [path.relative_to(folder) for path in folder.rglob("*")]
     assert left == [Path("data")]  # no conversations, and no empty `stalwart/` folder either

@@ -52,9 +52,11 @@ def _mypy() -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 @pytest.mark.head_start(_mypy)
-def test_mypy_finds_no_type_errors_strict_on_contracts_and_workflows():
+def test_mypy_finds_no_type_errors_strict_on_contracts_and_workflows(
+    head_start_result: subprocess.CompletedProcess[str],
+):
     """mypy takes half a minute of a core: it runs from the start of the session (support/head_start.py)."""
-    result = _mypy.result()
+    result = head_start_result
     assert result.returncode == 0, (
         f"mypy found type errors (stalwart/X/... is the repo's X/...):\n{result.stdout}{result.stderr}"
     )

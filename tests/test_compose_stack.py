@@ -426,7 +426,7 @@ def _image_environment() -> ImageEnvironment:
 
 @pytest.mark.slow
 @pytest.mark.head_start(_image_environment)
-def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands():
+def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands(head_start_result: ImageEnvironment):
     """COPY the same files to a fresh /app and run the Dockerfile's pip command there, in a new venv; then the
     commands the stack runs start (their --help), with the S3 driver importable. The build takes twenty seconds of
     a core: it runs from the start of the session (support/head_start.py)."""
@@ -435,7 +435,7 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
     assert python.rsplit(".", 1)[0] == f"{sys.version_info.major}.{sys.version_info.minor}", (
         f"the image runs Python {python}; this test needs the same minor version to build its environment"
     )
-    image = _image_environment.result()
+    image = head_start_result
     assert image.built.returncode == 0, image.built.stdout[-3000:] + image.built.stderr[-3000:]
     for name, shown in image.helped.items():
         assert shown.returncode == 0, shown.stderr

@@ -110,8 +110,10 @@ def _wheel() -> tuple[list[str], str]:
 
 @pytest.mark.slow
 @pytest.mark.head_start(_wheel)
-def test_the_wheel_installs_exactly_one_top_level_package_and_the_console_script():
-    names, scripts = _wheel.result()
+def test_the_wheel_installs_exactly_one_top_level_package_and_the_console_script(
+    head_start_result: tuple[list[str], str],
+):
+    names, scripts = head_start_result
     top_level = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith(".dist-info")}
     assert top_level == {"stalwart"}
     assert "stalwart/workflows/agent.py" in names and "stalwart/contracts/run.py" in names

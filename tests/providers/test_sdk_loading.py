@@ -62,26 +62,26 @@ NEVER_FROZEN = head_start(lambda: printed_by(FREEZE_PROBE.format(freeze="")))
 
 
 @pytest.mark.head_start(SCRIPTED)
-def test_a_worker_and_its_scripted_agents_load_no_provider_sdk():
-    assert SCRIPTED.result() == "[]"
+def test_a_worker_and_its_scripted_agents_load_no_provider_sdk(head_start_result: str):
+    assert head_start_result == "[]"
 
 
 @pytest.mark.parametrize(
     ("model", "loaded"),
     [pytest.param(model, loaded, marks=pytest.mark.head_start(BY_MODEL[model])) for model, loaded in LOADED.items()],
 )
-def test_an_agent_loads_only_the_sdk_of_its_own_provider(model: str, loaded: str):
-    assert BY_MODEL[model].result() == loaded
+def test_an_agent_loads_only_the_sdk_of_its_own_provider(model: str, loaded: str, head_start_result: str):
+    assert head_start_result == loaded
 
 
 @pytest.mark.head_start(FROZEN)
-def test_a_process_that_froze_its_imports_freezes_what_an_sdk_loaded_on_first_use_made():
+def test_a_process_that_froze_its_imports_freezes_what_an_sdk_loaded_on_first_use_made(head_start_result: str):
     """As the `stalwart` command does: otherwise each full collection would scan the SDK's objects again."""
-    before, after_first_use, after_second_use = json.loads(FROZEN.result())
+    before, after_first_use, after_second_use = json.loads(head_start_result)
     assert after_first_use - before > 50_000  # anthropic's import makes about 120,000
     assert after_second_use == after_first_use
 
 
 @pytest.mark.head_start(NEVER_FROZEN)
-def test_a_process_that_never_froze_anything_has_nothing_frozen_by_an_sdks_first_use():
-    assert json.loads(NEVER_FROZEN.result()) == [0, 0, 0]
+def test_a_process_that_never_froze_anything_has_nothing_frozen_by_an_sdks_first_use(head_start_result: str):
+    assert json.loads(head_start_result) == [0, 0, 0]

@@ -48,18 +48,18 @@ DISABLED = head_start(
 
 
 @pytest.mark.head_start(NO_ENDPOINT)
-def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk():
-    assert NO_ENDPOINT.result() == "False ProxyTracerProvider [] False"
+def test_without_an_endpoint_a_worker_loads_no_opentelemetry_sdk(head_start_result: str):
+    assert head_start_result == "False ProxyTracerProvider [] False"
 
 
 @pytest.mark.head_start(ENDPOINT)
-def test_an_otlp_endpoint_turns_tracing_on():
-    assert ENDPOINT.result() == "True ReplaySafeTracerProvider ['sdk'] True"
+def test_an_otlp_endpoint_turns_tracing_on(head_start_result: str):
+    assert head_start_result == "True ReplaySafeTracerProvider ['sdk'] True"
 
 
 @pytest.mark.head_start(DISABLED)
-def test_otel_sdk_disabled_wins_over_an_endpoint():
-    assert DISABLED.result() == "False ProxyTracerProvider [] False"
+def test_otel_sdk_disabled_wins_over_an_endpoint(head_start_result: str):
+    assert head_start_result == "False ProxyTracerProvider [] False"
 
 
 def test_import_and_help_load_no_opentelemetry():
