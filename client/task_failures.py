@@ -39,7 +39,15 @@ def failed_task(events: list[HistoryEvent]) -> str | None:
 
 def failing_task_note(kind: str) -> str:
     """What to tell the operator of a run whose workflow task fails with `kind`, and what to do about it."""
-    hint = ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)" if kind in _SEALED else ""
+    if kind in _SEALED:
+        hint = ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
+    elif kind == failure_types.STALWART_ACTIVITIES_MISSING:
+        hint = (
+            ": register Stalwart's activities on every worker that runs agent workflows (`stalwart worker`, "
+            "`build_worker` or `StalwartPlugin`), not `AgentWorkflow` alone"
+        )
+    else:
+        hint = ""
     return (
         f"a worker fails this run's workflow task ({kind}); the run waits until a worker can run it: "
         f"the worker's log says why{hint}"

@@ -129,6 +129,7 @@ def test_the_failure_types_recorded_in_histories_keep_their_values():
         "RETRYABLE_TOOL_ERROR": "RetryableToolError",
         "ENCRYPTION_KEY_ERROR": "EncryptionKeyError",
         "MISSING_ENCRYPTION_KEY": "MissingEncryptionKey",
+        "STALWART_ACTIVITIES_MISSING": "StalwartActivitiesMissing",
         "A2A_UNAVAILABLE": "A2AUnavailableError",
         "A2A_PROTOCOL": "A2AProtocolError",
         "A2A_REQUEST": "A2ARequestError",
@@ -143,6 +144,7 @@ def test_failure_types_written_as_a_class_name_are_that_class_name():
     from stalwart.activities.storage.encryption import EncryptionKeyError
     from stalwart.activities.tools.registry import RetryableToolError
     from stalwart.activities.transcripts import TranscriptError
+    from stalwart.workflows.local_activities import StalwartActivitiesMissing
 
     assert [
         cls.__name__
@@ -153,6 +155,7 @@ def test_failure_types_written_as_a_class_name_are_that_class_name():
             RetryableToolError,
             EncryptionKeyError,
             MissingEncryptionKey,
+            StalwartActivitiesMissing,
             a2a.A2AUnavailableError,
             a2a.A2AProtocolError,
             a2a.A2ARequestError,
@@ -165,6 +168,7 @@ def test_failure_types_written_as_a_class_name_are_that_class_name():
         failure_types.RETRYABLE_TOOL_ERROR,
         failure_types.ENCRYPTION_KEY_ERROR,
         failure_types.MISSING_ENCRYPTION_KEY,
+        failure_types.STALWART_ACTIVITIES_MISSING,
         failure_types.A2A_UNAVAILABLE,
         failure_types.A2A_PROTOCOL,
         failure_types.A2A_REQUEST,

@@ -8,6 +8,7 @@ and the chain names its archives.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.messages import Message, TranscriptRef, Usage
     from stalwart.contracts.run import AgentResult, ArchiveStepsRequest, StepArchive, StepRecord, StopReason
     from stalwart.contracts.run_input import ChainState, ContinuedRunInput, QueuedMessage
-    from stalwart.workflows import conversation, patches, policies
+    from stalwart.workflows import conversation, local_activities, patches, policies
 
 
 class ContinueAsNew(Exception):
@@ -142,7 +143,9 @@ class Chain:
             from_transcript=stored,
         )
         execute: Callable[..., Awaitable[StepArchive]] = (
-            workflow.execute_local_activity if local else workflow.execute_activity
+            functools.partial(local_activities.execute, needed_for=f"the archive of this run's steps ({why})")
+            if local
+            else workflow.execute_activity
         )
         archive = await execute(
             names.ARCHIVE_STEPS_ACTIVITY,

@@ -34,7 +34,7 @@ from temporalio.exceptions import (
 
 from stalwart.contracts import names
 from stalwart.contracts.activities import BUDGET_OVER
-from stalwart.workflows import patches
+from stalwart.workflows import local_activities, patches
 from stalwart.workflows.failures import final_message
 
 T = TypeVar("T")
@@ -80,10 +80,12 @@ async def execute_activity(
     start_to_close: timedelta,
     schedule_to_close: timedelta | None = None,
     local: bool = False,
+    needed_for: str = "this step of the run",
     **options: Any,
 ) -> T:
     """Run `activity` (locally with `local`) with its timeouts `capped` at `deadline`; the other `options` go to
-    `workflow.execute_activity` (or `execute_local_activity`) as they are.
+    `workflow.execute_activity` (or `execute_local_activity`) as they are. `needed_for`: what a local activity does,
+    as the error of a worker that cannot run it says it (`local_activities.execute`).
 
     Raises `DeadlineReached` when no time is left to schedule it, or when it failed because the deadline passed
     (`budget_over`); any other failure is raised on as the `ActivityError` it is, a local activity's too."""
@@ -91,7 +93,7 @@ async def execute_activity(
     options.update(start_to_close_timeout=start_to_close, schedule_to_close_timeout=schedule_to_close)
     try:
         if local:
-            return await _local(activity, arg, result_type, options)
+            return await _local(activity, arg, result_type, options, needed_for)
         return await workflow.execute_activity(activity, arg, result_type=result_type, **options)
     except ActivityError as err:
         if budget_over(err, deadline):
@@ -108,7 +110,7 @@ def _named_by_the_refusal(err: ActivityError) -> list[str]:
     return []
 
 
-async def _local(activity: str, arg: Any, result_type: type[T], options: dict[str, Any]) -> T:
+async def _local(activity: str, arg: Any, result_type: type[T], options: dict[str, Any], needed_for: str) -> T:
     """A local activity's result; its failure for good in an `ActivityError`, as a full activity's comes.
 
     The SDK raises a failure for good that a local activity raised itself (non-retryable, or its last attempt's
@@ -118,7 +120,7 @@ async def _local(activity: str, arg: Any, result_type: type[T], options: dict[st
     deadline's timer is not heard meanwhile) failed the run instead of cutting the turn. Runs recorded before raised
     it as it came."""
     try:
-        return await workflow.execute_local_activity(activity, arg, result_type=result_type, **options)
+        return await local_activities.execute(activity, arg, result_type=result_type, needed_for=needed_for, **options)
     except ApplicationError as err:
         if not patches.active(patches.LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS):
             raise
@@ -211,7 +213,8 @@ async def retried_calls() -> list[str]:
     A cancelled activity carries no failure, and one waiting out its backoff is cancelled at once: only the
     server's description of the run still holds its last attempt's failure, which an activity reads
     (`activities/retried_calls.py`). An activity, not a local one: a worker that runs only workflows fails the
-    workflow task that schedules a local activity it does not register, which would hang the run. Best effort:
+    workflow task that schedules a local activity it does not register (`local_activities.StalwartActivitiesMissing`),
+    which would hold the run up over a question it can do without. Best effort:
     when no worker answers in time the run ends as it did, saying only that the budget was reached. Runs recorded
     before the patch asked nothing."""
     if not patches.active(patches.BUDGET_NAMES_RETRIED_FAILURES):

@@ -199,6 +199,7 @@ class ToolCalls:
             start_to_close=min(timedelta(seconds=tool.timeout_seconds), policies.FAST_TOOL_TIMEOUT),
             schedule_to_close=policies.FAST_TOOL_SCHEDULE_TO_CLOSE,
             local=True,
+            needed_for=f"the fast tool `{request.call.name}`",
             retry_policy=policies.TOOL_RETRY,
             summary=f"tool {request.call.name}",
         )
