@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
 from temporalio.activity import _Definition
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
-from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer, Worker
 
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.client.api import RunHandle, StalwartClient
 from stalwart.contracts import failure_types
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall, SessionSettings
+from stalwart.contracts.converter import DATA_CONVERTER
 from stalwart.contracts.names import RUN_TOOL_ACTIVITY
+from stalwart.contracts.run import AgentResult
 from stalwart.workers.plugin import StalwartPlugin
+from stalwart.workers.worker import build_worker
 from stalwart.workflows import AgentWorkflow
 
 from support.users_workflow import shout
@@ -153,16 +158,35 @@ async def test_show_names_the_fix_for_a_run_held_up_by_a_worker_without_stalwart
     assert "register Stalwart's activities on every worker that runs agent workflows" in note
 
 
-async def test_a_run_held_up_at_a_fast_tool_ends_with_every_step_once_a_worker_with_stalwarts_activities_runs_it(
-    time_skipping_env, stalwart: StalwartClient, task_queue: str, worker_with
-):
+@pytest.fixture(scope="module")
+async def held_up_run(time_skipping_env) -> tuple[AgentResult, WorkflowHistory]:
+    """A run held up at its fast tool by a worker without Stalwart's activities, then run to its end by a worker with
+    them: its result and its history."""
+    task_queue = f"held-up-{uuid.uuid4().hex[:8]}"
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
     async with workflow_only_worker(time_skipping_env.client, task_queue):
         handle = await stalwart.start(calculating(), "compute 6*7")
         await failed_tasks(handle)
-    async with worker_with():
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
         result = await handle.result()
+    return result, await handle.history()
+
+
+async def test_a_run_held_up_at_a_fast_tool_ends_with_every_step_once_a_worker_with_stalwarts_activities_runs_it(
+    held_up_run: tuple[AgentResult, WorkflowHistory],
+):
+    result, _ = held_up_run
     assert result.stop_reason == "done" and result.answer == "42"
     assert [(s.role, s.tool_name, s.result) for s in result.steps if s.role == "tool"] == [("tool", "calculator", "42")]
+
+
+async def test_the_history_of_a_run_held_up_at_a_fast_tool_replays(held_up_run: tuple[AgentResult, WorkflowHistory]):
+    """Its failed workflow tasks made no command, so any worker replays it; a run failed there instead would have
+    recorded its failure where a worker with the activities, replaying it, runs the tool."""
+    _, history = held_up_run
+    assert any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in history.events)
+    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER)
+    assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None
 
 
 async def test_a_session_held_up_continuing_as_new_answers_once_a_worker_with_stalwarts_activities_runs_it(
