@@ -41,7 +41,7 @@ def failing_task_note(kind: str) -> str:
     """What to tell the operator of a run whose workflow task fails with `kind`, and what to do about it."""
     if kind in _SEALED:
         hint = ": give the workers the key the run was sealed with (STALWART_ENCRYPTION_KEYS)"
-    elif kind == failure_types.STALWART_ACTIVITIES_MISSING:
+    elif kind == failure_types.ACTIVITIES_MISSING:
         hint = (
             ": register Stalwart's activities on every worker that runs agent workflows (`stalwart worker`, "
             "`build_worker` or `StalwartPlugin`), not `AgentWorkflow` alone"

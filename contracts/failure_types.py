@@ -46,7 +46,7 @@ ENCRYPTION_KEY_ERROR = "EncryptionKeyError"
 """A worker cannot open a payload: the run was sealed with a key this worker lacks (a workflow task failure)."""
 MISSING_ENCRYPTION_KEY = "MissingEncryptionKey"
 """A worker cannot open a payload: the run's payloads are encrypted and this worker has no key at all."""
-STALWART_ACTIVITIES_MISSING = "StalwartActivitiesMissing"
+ACTIVITIES_MISSING = "StalwartActivitiesMissing"
 """A worker runs the agent workflow without Stalwart's activities, so it cannot run a fast tool or the step archive,
 local activities only the worker running the workflow can run (a workflow task failure: the run waits for a worker
 that registers them)."""

@@ -110,7 +110,7 @@ async def test_a_fast_tool_on_a_worker_without_stalwarts_activities_fails_the_wo
         failure = (await failed_tasks(handle))[0]
         running = (await handle.describe()).running
     assert running, "the run waits for a worker that can run it"
-    assert failure.application_failure_info.type == failure_types.STALWART_ACTIVITIES_MISSING
+    assert failure.application_failure_info.type == failure_types.ACTIVITIES_MISSING
     assert "the fast tool `calculator`" in failure.message and names_the_fix(failure.message)
 
 
@@ -125,7 +125,7 @@ async def test_a_fast_tool_on_a_worker_with_other_activities_but_not_the_tools_f
         handle = await stalwart.start(calculating(), "compute 6*7")
         failure = (await failed_tasks(handle))[0]
     assert failure.cause.message.startswith("Activity function run_tool is not registered on this worker, available")
-    assert failure.application_failure_info.type == failure_types.STALWART_ACTIVITIES_MISSING
+    assert failure.application_failure_info.type == failure_types.ACTIVITIES_MISSING
     assert names_the_fix(failure.message)
 
 
@@ -138,7 +138,7 @@ async def test_a_session_continuing_as_new_without_stalwarts_activities_fails_th
         second = asyncio.ensure_future(session.send("second"))  # answered once the session has continued as new
         failure = (await failed_tasks(session))[0]
         second.cancel()
-    assert failure.application_failure_info.type == failure_types.STALWART_ACTIVITIES_MISSING
+    assert failure.application_failure_info.type == failure_types.ACTIVITIES_MISSING
     assert "the archive of this run's steps (before continuing as new)" in failure.message
     assert names_the_fix(failure.message)
 
