@@ -5,6 +5,7 @@ activity and for a fast tool (a local activity) alike."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,11 @@ from stalwart.activities.tools import tool
 from stalwart.activities.tools.registry import RetryableToolError
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
 
-ATTEMPTS: dict[str, int] = {}
+ATTEMPTS: dict[str, list[float]] = {}
+"""When each attempt of `busy_twice` started, by target (monotonic seconds)."""
+
+FIRST_RETRY_AFTER = 1.5
+"""Longer than `TOOL_RETRY`'s first backoff (1 s): an attempt started this late came at the tool's word."""
 
 
 @tool
@@ -34,9 +39,10 @@ def busy_twice(target: str) -> str:
     Args:
         target: What to look up.
     """
-    ATTEMPTS[target] = ATTEMPTS.get(target, 0) + 1
-    if ATTEMPTS[target] < 3:
-        raise RetryableToolError("cache busy", retry_after=0.05)
+    started = ATTEMPTS.setdefault(target, [])
+    started.append(time.monotonic())
+    if len(started) < 3:
+        raise RetryableToolError("cache busy", retry_after=FIRST_RETRY_AFTER if len(started) == 1 else 0.05)
     return f"{target}: found"
 
 
@@ -73,7 +79,8 @@ async def test_a_fast_tool_retried_after_its_own_delay_returns_its_result_at_the
     async with worker_with(busy_twice):
         result = await (await stalwart.start(agent("busy_twice"), "look up the db")).result()
     assert result.stop_reason == "done", result.error
-    assert ATTEMPTS == {"db": 3}
+    first, second, _ = ATTEMPTS["db"]
+    assert second - first >= FIRST_RETRY_AFTER, "the second attempt waited the tool's delay, not the policy's backoff"
     assert result.steps[2].result == "db: found"
 
 
