@@ -437,6 +437,7 @@ def test_the_worker_image_python_environment_builds_with_the_dockerfile_commands
     )
     image = head_start_result
     assert image.built.returncode == 0, image.built.stdout[-3000:] + image.built.stderr[-3000:]
+    assert set(image.helped) == {"worker", "codec-server"}
     for name, shown in image.helped.items():
         assert shown.returncode == 0, shown.stderr
         assert "--metrics-port" in shown.stdout if name == "worker" else "--origin" in shown.stdout
