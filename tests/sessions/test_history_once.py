@@ -126,13 +126,20 @@ async def test_a_sessions_answer_is_stored_by_its_own_call_not_carried_into_the_
 
 
 async def test_a_message_signalled_is_still_sent_whole(stalwart, worker_with):
+    """Looked for in every call: when the signal and the update come in one workflow task, the time-skipping server
+    hands the workflow the update first now and then (the dev server keeps their order), so either call may carry it.
+    """
     async with worker_with():
         session = await stalwart.start_session(talker())
         await session.post(message(0))
         await session.send(message(1))
         histories = await session.histories()
-        first = await model_request_at(stalwart.temporal, histories, 1)
-    assert [m.content for m in first.new_messages][0] == message(0) and 0 not in first.sent
+        steps = [s.step for s in (await session.state()).steps if s.role == "assistant"]
+        requests = [await model_request_at(stalwart.temporal, histories, step) for step in steps]
+    carrying = [(r, i) for r in requests for i, m in enumerate(r.new_messages) if m.content == message(0)]
+    assert len(steps) in (1, 2) and len(carrying) == 1, "the signalled message went to the model once, with its text"
+    request, index = carrying[0]
+    assert index not in request.sent
 
 
 async def test_continuing_as_new_archives_the_steps_by_a_local_activity_and_keeps_every_text(stalwart, worker_with):
