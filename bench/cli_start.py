@@ -159,4 +159,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=count, default=9, help="times each command is started (after a warm-up)")
     args = parser.parse_args()
-    asyncio.run(main(args.repeat))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(args.repeat))

@@ -244,4 +244,6 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=count, default=1000)
     parser.add_argument("--latency", type=seconds, default=0.2, help="seconds the simulated model takes per call")
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.latency))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(args.runs, args.latency))

@@ -36,7 +36,6 @@ The last line is `ratio: X.XX`, the median of push over the median of bare.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import time
@@ -170,4 +169,6 @@ if __name__ == "__main__":
     parser.add_argument("--pause", type=seconds, default=0.05, help="seconds between the streamed events")
     parser.add_argument("--poll", type=seconds, default=0.1, help="RunHandle.stream()'s poll interval")
     args = parser.parse_args()
-    asyncio.run(main(args.samples, args.pause, args.poll))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(args.samples, args.pause, args.poll))

@@ -28,7 +28,6 @@ target is 3x the content or less, for each, at 1,000 steps.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from typing import TYPE_CHECKING
 
@@ -181,4 +180,6 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if len(set(args.turns)) < 2:
         parser.error("--turns needs two different sizes at least: growth is measured between sizes")
-    asyncio.run(main(sorted(args.turns), args.result_bytes))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(sorted(args.turns), args.result_bytes))

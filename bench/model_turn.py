@@ -19,7 +19,6 @@ client's construction but not the TLS handshake a real provider would add.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import time
@@ -172,4 +171,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--turns", type=count, default=200, help="measured turns of each kind per provider (default 200)"
     )
-    asyncio.run(main(parser.parse_args().turns))
+    turns = parser.parse_args().turns
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(turns))

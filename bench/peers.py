@@ -34,7 +34,6 @@ installed is skipped, saying so (`pip install -e '.[peers]'`); with none install
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import importlib
 import os
@@ -275,7 +274,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help=f"a smaller default size: {QUICK}")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
-    asyncio.run(
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(
         main(
             args.calls or sizes["calls"],
             args.rounds or sizes["rounds"],

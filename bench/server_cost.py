@@ -162,4 +162,6 @@ if __name__ == "__main__":
         help="seconds the server's CPU is still counted after a phase's last result (timers it fires later)",
     )
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.latency, args.settle))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(args.runs, args.latency, args.settle))

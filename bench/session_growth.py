@@ -382,7 +382,9 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.idle < 2 or args.content_bytes < 16:
         parser.error("--idle needs 2 or more, --content-bytes 16 or more")
-    asyncio.run(
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(
         main(
             sorted(set(args.turns)), args.content_bytes, args.low_events, args.idle, args.max_input_tokens, args.settle
         )

@@ -33,7 +33,6 @@ is the bare workflow with its tool no-ops as local activities, the floor of such
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import statistics
 import time
@@ -384,4 +383,6 @@ if __name__ == "__main__":
     )
     parser.add_argument("--repeat", type=count, default=5, help="measured runs of each workflow (default 5)")
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.repeat))
+    from stalwart.workers.process_exit import run_then_exit  # after argparse: --help loads nothing heavy
+
+    run_then_exit(main(args.turns, args.repeat))

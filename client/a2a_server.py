@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import os
 import sys
 import uuid
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.run import AgentResult
 from stalwart.contracts.run_input import RunInput
 from stalwart.contracts.tracing import TracingSettingError
+from stalwart.workers.process_exit import exit_now
 
 CONTEXT_INPUT = "a2a_context_id"
 """The run input that keeps the A2A context id, so `tasks/get` can give it back after a restart."""
@@ -400,11 +400,10 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve())
     except (ConnectionError, EncryptionKeyError, StorageSettingError, TracingSettingError) as err:
         # A setting to fix, said as `stalwart` says it: one line, no traceback. The exit skips interpreter teardown
-        # as `stalwart` does (client/cli.py console_main): a client that failed to connect leaves Temporal's core
-        # threads behind, and finalizing under them aborted the process now and then on a busy machine.
+        # as `stalwart` does: a client that failed to connect leaves Temporal's core threads behind, and finalizing
+        # under them aborted the process now and then on a busy machine (workers/process_exit.py).
         sys.stderr.write(f"error: {err}\n")
-        sys.stderr.flush()
-        os._exit(1)
+        exit_now(1)
 
 
 if __name__ == "__main__":

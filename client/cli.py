@@ -7,7 +7,6 @@ imports what it needs (the client, the worker, the dev server) when it runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import gc
 import os
@@ -693,22 +692,12 @@ def _dev_options(parser: argparse.ArgumentParser) -> None:
 
 
 def console_main() -> None:
-    """The `stalwart` executable: `main`, then an exit that skips interpreter teardown.
+    """The `stalwart` executable: `main`, then an exit that skips interpreter teardown, under which Temporal's
+    core threads abort a short-lived process now and then (workers/process_exit.py)."""
+    from stalwart.workers.process_exit import exit_now
 
-    Temporal's Rust core keeps threads that can call into Python while CPython finalizes, and a
-    short-lived client process then aborts with `Fatal Python error: PyGILState_Release`
-    (temporalio/sdk-python#300) after its work is done: 4 of 80 `stalwart approve` runs on a busy
-    machine. Everything a command owns (dev server, worker, connections) is closed by the time
-    `main` returns, so flushing and `os._exit` lose nothing and keep the exit code honest.
-    """
     gc.disable()  # until the command has imported what it needs: `_collect_from_now_on`
-    code = main()
-    if "logging" in sys.modules:  # a command that logged: hand its last records out
-        sys.modules["logging"].shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError):  # a reader that went away (`stalwart runs | head`)
-            stream.flush()
-    os._exit(code)
+    exit_now(main())
 
 
 if __name__ == "__main__":

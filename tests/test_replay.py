@@ -65,11 +65,15 @@ def test_a_sandboxed_subclass_replays_every_recorded_capability_in_a_fresh_proce
     inside the sandbox was built against its module table and failed as "`RunInput` is not fully defined"."""
     tests = Path(__file__).resolve().parent
     script = (
-        "import asyncio, sys; sys.path.insert(0, sys.argv[1]);"
-        "from pathlib import Path; from changed_workflows import SandboxedAgentWorkflow;"
-        "from stalwart.client.replay import replay_files;"
-        "outcomes = asyncio.run(replay_files([Path(sys.argv[2])], workflows=[SandboxedAgentWorkflow]));"
-        "print(len(outcomes)); [print(o.name, o.divergence or o.unreadable) for o in outcomes if not o.ok]"
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from pathlib import Path\n"
+        "from changed_workflows import SandboxedAgentWorkflow\n"
+        "from stalwart.client.replay import replay_files\n"
+        "from stalwart.workers.process_exit import run_then_exit\n"
+        "async def main():\n"
+        "    outcomes = await replay_files([Path(sys.argv[2])], workflows=[SandboxedAgentWorkflow])\n"
+        "    print(len(outcomes)); [print(o.name, o.divergence or o.unreadable) for o in outcomes if not o.ok]\n"
+        "run_then_exit(main())\n"  # as a script should: finalized, Temporal's core threads abort it now and then
     )
     capabilities = tests / "fixtures" / "histories" / "capabilities"
     replayed = subprocess.run(

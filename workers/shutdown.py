@@ -15,11 +15,12 @@ bounded here:
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
 import time
 from typing import TextIO
+
+from stalwart.workers.process_exit import exit_now
 
 DEFAULT_GRACE_SECONDS = 10.0
 DRAIN_MARGIN_SECONDS = 15.0
@@ -76,7 +77,7 @@ class Shutdown:
             file=self.out,
             flush=True,
         )
-        _exit(EXIT_TERMINATED)
+        exit_now(EXIT_TERMINATED)
 
     def _give_up(self) -> None:
         print(
@@ -85,10 +86,4 @@ class Shutdown:
             file=self.out,
             flush=True,
         )
-        _exit(EXIT_TERMINATED)
-
-
-def _exit(code: int) -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+        exit_now(EXIT_TERMINATED)
