@@ -69,6 +69,13 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("stalwart.client.tool_names", "asyncio"): (
         "the event loop (25 ms, a tenth of `stalwart check`): only to list the tools of an agent's MCP servers"
     ),
+    ("stalwart.workers.process_exit", "asyncio"): (
+        "the event loop (25 ms, a tenth of `stalwart check`): every command exits through this module, and only a "
+        "script's `run_then_exit` runs one"
+    ),
+    ("stalwart.workers.process_exit", "traceback"): (
+        "the traceback printer (5 ms, with linecache and textwrap, which no command loads): only a script that raised"
+    ),
     ("stalwart.client.tool_names", "stalwart.activities.mcp"): (
         "the MCP SDK (over half a second): only `stalwart check` of an agent with MCP servers"
     ),

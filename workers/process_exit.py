@@ -35,8 +35,7 @@ def exit_now(code: int) -> NoReturn:
 def run_then_exit(main: Coroutine[Any, Any, object]) -> NoReturn:
     """`asyncio.run(main)`, then `exit_now`: 0 when it returns, its code on `SystemExit`, 130 on Ctrl-C, and 1 with
     the traceback printed when it raises."""
-    import asyncio  # here, not above: `stalwart --help` exits through `exit_now` and does without asyncio
-    import traceback
+    import asyncio  # here, not above: `stalwart` exits through `exit_now`, and its commands that read files need none
 
     try:
         asyncio.run(main)
@@ -45,6 +44,8 @@ def run_then_exit(main: Coroutine[Any, Any, object]) -> NoReturn:
     except KeyboardInterrupt:
         exit_now(130)
     except BaseException:
+        import traceback
+
         traceback.print_exc()
         exit_now(1)
     exit_now(0)
