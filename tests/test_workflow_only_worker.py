@@ -85,17 +85,20 @@ def activity_name(activity: Callable[..., Any]) -> str | None:
     return definition.name if definition else None
 
 
+async def task_failures(handle: RunHandle) -> list[Failure]:
+    """The failures of the run's workflow tasks so far."""
+    return [
+        event.workflow_task_failed_event_attributes.failure
+        async for event in handle.history_events()
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
 async def failed_tasks(handle: RunHandle) -> list[Failure]:
     """The failures of the run's workflow tasks, once there is one: the run keeps running meanwhile."""
-    while True:
-        failures = [
-            event.workflow_task_failed_event_attributes.failure
-            async for event in handle.history_events()
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-        ]
-        if failures:
-            return failures
+    while not (failures := await task_failures(handle)):
         await asyncio.sleep(0.05)
+    return failures
 
 
 def names_the_fix(message: str) -> bool:
@@ -214,9 +217,5 @@ async def test_a_fast_tool_on_a_worker_with_stalwarts_activities_fails_no_workfl
     async with worker_with():
         handle = await stalwart.start(calculating(), "compute 6*7")
         result = await handle.result()
-        failed = [
-            event
-            async for event in handle.history_events()
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-        ]
+        failed = await task_failures(handle)
     assert result.answer == "42" and failed == []
