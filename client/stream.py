@@ -261,10 +261,16 @@ def _newest(beats: dict[int, tuple[int, StreamProgress]], source: PushSource | N
 def _settle(
     shown: ShownText, settled: set[int], steps: list[StepRecord], live: dict[int, StreamProgress]
 ) -> list[StreamEvent]:
-    """Bring finished model steps to their final text: the answer for the final step, nothing for the others."""
+    """Bring finished model steps to their final text: the answer for the final step, nothing for the others.
+
+    A step still in `live` may have an attempt in flight, and is left to it, unless its record holds the answer: no
+    attempt comes after that, and pushed text that had not all arrived when the run was read must not cut it short.
+    """
     events: list[StreamEvent] = []
     for record in steps:
-        if record.role != "assistant" or record.ended_at is None or record.step in settled or record.step in live:
+        if record.role != "assistant" or record.ended_at is None or record.step in settled:
+            continue
+        if record.step in live and not record.final:
             continue
         if record.final or record.step in shown.text:
             events += shown.to(record.step, record.content if record.final and not record.error else "", settled=True)
