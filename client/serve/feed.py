@@ -11,12 +11,17 @@ the offsets a client holds do not depend on which one it came by.
 Offsets are read from the run itself, not from when a subscriber happened to look, so any subscriber (a new
 one, one that reconnects) computes the same offset for the same point of the run:
 
-    "<n>-<c>"   n: records of the step log (the whole continue-as-new chain) delivered as `step` events;
-                c: characters of answer text delivered for record n, the model turn being written.
+    "<n>-<c>-<d>"   n: records of the step log (the whole continue-as-new chain) delivered as `step` events;
+                    c: characters (code points) of answer text delivered for record n, the model turn being written;
+                    d: a digest of those c characters (8 hex digits of their UTF-8's CRC-32), left out when c is 0.
 
 A subscriber that comes back with the last offset it saw (`Last-Event-ID`) is sent what follows it and
 nothing before: the rest of record n's text from character c, then the records after n. Text a retried attempt
-withdraws is marked as withdrawn (`retract`), never sent twice. Events that describe the run's present rather
+withdraws is marked as withdrawn (`retract`), never sent twice. The digest is what tells the two apart on a
+reconnection: the text of record n may have been written by an attempt that has since been retried, and the retry
+may have written other words. If the first c characters of the text now differ from those the subscriber holds,
+its c characters are withdrawn and the text sent whole. An offset without a digest (`"<n>-<c>"`, what clients of
+an older `serve` hold) is taken to be a prefix of the text now written. Events that describe the run's present rather
 than its log (`state`, `approvals`) are snapshots: they carry the current offset and are sent again on every
 (re)connection, which is harmless since each replaces the one before.
 """
@@ -27,6 +32,7 @@ import asyncio
 import contextlib
 import dataclasses
 import re
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -46,26 +52,50 @@ POLL_SECONDS = 0.1
 """How often a watcher reads a run that is working: the model activity publishes text every 50-100 ms."""
 IDLE_POLL_SECONDS = 0.5
 """How often it reads one that waits (a session between messages, a call waiting for approval)."""
-_OFFSET = re.compile(r"^(\d{1,9})-(\d{1,12})$")
+_OFFSET = re.compile(r"^(\d{1,9})-(\d{1,12})(?:-([0-9a-f]{8}))?$")
+
+
+def digest(text: str) -> str:
+    """The digest an offset carries of the text delivered: 8 hex digits of the CRC-32 of its UTF-8."""
+    return _hex(zlib.crc32(_utf8(text)))
+
+
+def _utf8(text: str) -> bytes:
+    """A lone surrogate (JSON can carry one) is encoded as itself rather than refused: every text has a digest."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _hex(crc: int) -> str:
+    return f"{crc:08x}"
 
 
 @dataclass(frozen=True, order=True)
 class Offset:
-    """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text."""
+    """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text, and
+    `digest` of those characters (None when `chars` is 0, or from a client that sent none)."""
 
     records: int = 0
     chars: int = 0
+    digest: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.records}-{self.chars}"
+        return (
+            f"{self.records}-{self.chars}-{self.digest}"
+            if self.chars and self.digest
+            else f"{self.records}-{self.chars}"
+        )
 
     @classmethod
     def parse(cls, text: str) -> Offset:
         """The offset an SSE `id:` carried; a `ValueError` for anything else."""
         matched = _OFFSET.match(text.strip())
-        if matched is None:
-            raise ValueError(f"{text!r} is not an offset of this server's events (they look like 12-340)")
-        return cls(int(matched.group(1)), int(matched.group(2)))
+        if matched is None or (matched.group(3) is not None and int(matched.group(2)) == 0):
+            raise ValueError(
+                f"{text!r} is not an offset of this server's events: they look like 12-340-1a2b3c4d"
+                " (records-characters-digest; no digest when characters is 0); send back the id of the last event"
+                " received, as it was"
+            )
+        return cls(int(matched.group(1)), int(matched.group(2)), matched.group(3))
 
 
 @dataclass(frozen=True)
@@ -287,7 +317,10 @@ class _Subscriber:
         self.at = after
         self.ui_url = ui_url
         self.shown: str | None = None if after.chars else ""
-        """The text sent for record `at.records`; None after a reconnection, when only its length is known."""
+        """The text sent for record `at.records`; None after a reconnection, when only its length (and digest) is
+        known."""
+        self.crc = 0
+        """The CRC-32 of `shown`'s UTF-8, carried on as text is added so each offset costs only its delta."""
         self.sent: dict[str, Any] = {}
         self.ended = False
 
@@ -300,7 +333,7 @@ class _Subscriber:
                 target = record.content if record.final and not record.error else ""
                 out += self._text_to(record, target, settled=True)
             index = self.at.records
-            self.at, self.shown = Offset(index + 1, 0), ""
+            self.at, self.shown, self.crc = Offset(index + 1, 0), "", 0
             out.append((self.at, FeedEvent("step", {"index": index, "record": record.model_dump(mode="json")})))
         if self.at.records < len(steps):
             record = steps[self.at.records]
@@ -324,23 +357,29 @@ class _Subscriber:
         """The events that bring record `at.records`'s shown text to `target` (`client.stream.ShownText`'s rule)."""
         index, chars = self.at.records, self.at.chars
         shown = self.shown
-        if shown is None:  # reconnected: the subscriber has the first `chars` characters of what was written
-            if len(target) >= chars:
+        if shown is None:  # reconnected: the subscriber has `chars` characters of what was written, maybe by an
+            # attempt since retried; its digest, when it sent one, says whether they are the start of `target`
+            if len(target) >= chars and (self.at.digest is None or digest(target[:chars]) == self.at.digest):
                 shown = self.shown = target[:chars]
-            elif not settled:
+                self.crc = zlib.crc32(_utf8(shown))
+            elif len(target) < chars and not settled:
                 return []  # a retried attempt still catching up with what the subscriber has
             else:
-                shown = "\0" * chars  # withdrawn since: matches nothing
+                shown = "\0" * chars  # other words than the subscriber's, or withdrawn since: matches nothing
         head = {"index": index, "step": record.step}
         if target.startswith(shown):
             if len(target) == len(shown):
                 return []
-            self.at, self.shown = Offset(index, len(target)), target
-            return [(self.at, FeedEvent("delta", {**head, "text": target[len(shown) :]}))]
+            added = target[len(shown) :]
+            self.crc = zlib.crc32(_utf8(added), self.crc)
+            self.at, self.shown = Offset(index, len(target), _hex(self.crc)), target
+            return [(self.at, FeedEvent("delta", {**head, "text": added}))]
         if shown.startswith(target) and not settled:
             return []
+        # `chars` counts code points (Python's `len`), as every offset does: clients remove that many code points.
         events = [(Offset(index, 0), FeedEvent("retract", {**head, "chars": len(shown)}))]
-        self.at, self.shown = Offset(index, len(target)), target
+        self.crc = zlib.crc32(_utf8(target))
+        self.at, self.shown = Offset(index, len(target), _hex(self.crc) if target else None), target
         if target:
             events.append((self.at, FeedEvent("delta", {**head, "text": target})))
         return events

@@ -1,5 +1,6 @@
 """Offsets of a run's events, read from the run itself: a subscriber that comes back with the last one it saw is
-sent exactly what followed it, and text a retried attempt withdraws is marked so, never sent twice."""
+sent exactly what followed it, and text a retried attempt withdraws is marked so, never sent twice. An offset
+carries a digest of the text delivered, so a subscriber back after a retry that wrote other words gets them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from stalwart.client.serve.feed import Offset, Snapshot, _Subscriber
+from stalwart.client.serve.feed import FeedEvent, Offset, Snapshot, _Subscriber, digest
 from stalwart.contracts.run import StepRecord
 from stalwart.contracts.stream import StreamProgress
 
@@ -29,6 +30,26 @@ def _snapshot(*steps: StepRecord, live: str | None = None, retracted: bool = Fal
     return Snapshot(list(steps), progress, None, [], closed=False)
 
 
+def _id(records: int, text: str = "") -> str:
+    """The offset of a point where `text` is what was delivered of record `records`."""
+    return f"{records}-{len(text)}-{digest(text)}" if text else f"{records}-0"
+
+
+def _after(records: int, text: str) -> Offset:
+    """What a subscriber that holds `text` of record `records` sends back."""
+    return Offset.parse(_id(records, text))
+
+
+def _rebuilt(held: str, events: list[tuple[Offset, FeedEvent]]) -> str:
+    """A client's text once it applies `events` to the `held` text it had: deltas added, retracts remove."""
+    for _, event in events:
+        if event.kind == "delta":
+            held += event.data["text"]
+        elif event.kind == "retract":
+            held = held[: max(0, len(held) - event.data["chars"])]
+    return held
+
+
 def _logged(subscriber: _Subscriber, snapshot: Snapshot) -> list[tuple[str, str, object]]:
     return [
         (str(offset), event.kind, event.data.get("text", event.data.get("chars", event.data.get("index"))))
@@ -38,41 +59,88 @@ def _logged(subscriber: _Subscriber, snapshot: Snapshot) -> list[tuple[str, str,
 
 
 def test_an_offset_reads_back_as_itself_and_anything_else_is_refused():
-    assert Offset.parse(str(Offset(12, 340))) == Offset(12, 340)
-    for wrong in ("", "12", "12-", "-3", "a-b", "1-2-3"):
-        with pytest.raises(ValueError):
+    assert Offset.parse(str(Offset(12, 340, "1a2b3c4d"))) == Offset(12, 340, "1a2b3c4d")
+    assert Offset.parse(str(Offset(12, 0))) == Offset(12, 0)
+    for wrong in ("", "12", "12-", "-3", "a-b", "1-2-3", "1-2-1A2B3C4D", "1-2-1a2b3c4", "1-0-1a2b3c4d", "1-2-3-4"):
+        with pytest.raises(ValueError, match="records-characters-digest"):
             Offset.parse(wrong)
+
+
+def test_an_offset_without_a_digest_is_still_read_as_older_clients_send_it():
+    assert Offset.parse("12-340") == Offset(12, 340, None)
+
+
+def test_the_digest_is_the_crc32_of_the_text_delivered_in_utf8_in_eight_hex_digits():
+    subscriber = _Subscriber("r", Offset(), "ui")
+    subscriber.events(_snapshot(_user("hi"), _turn(1), live="The ans"))
+    assert str(subscriber.at) == "1-7-24d60f56"
 
 
 def test_each_finished_record_moves_the_offset_past_it_and_text_moves_it_by_its_characters():
     subscriber = _Subscriber("r", Offset(), "ui")
     assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The ans")) == [
         ("1-0", "step", 0),
-        ("1-7", "delta", "The ans"),
+        (_id(1, "The ans"), "delta", "The ans"),
     ]
-    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer.")) == [("1-11", "delta", "wer.")]
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer.")) == [
+        (_id(1, "The answer."), "delta", "wer.")
+    ]
     assert _logged(subscriber, _snapshot(_user("hi"), _turn(1, "The answer.", ended=True, final=True))) == [
         ("2-0", "step", 1)
     ]
 
 
 def test_a_subscriber_back_from_an_offset_mid_answer_is_sent_the_rest_of_the_text_only():
-    subscriber = _Subscriber("r", Offset(1, 7), "ui")
-    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer.")) == [("1-11", "delta", "wer.")]
+    subscriber = _Subscriber("r", _after(1, "The ans"), "ui")
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer.")) == [
+        (_id(1, "The answer."), "delta", "wer.")
+    ]
 
 
 def test_a_subscriber_back_after_the_answer_ended_is_sent_its_last_words_then_its_record():
-    subscriber = _Subscriber("r", Offset(1, 7), "ui")
+    subscriber = _Subscriber("r", _after(1, "The ans"), "ui")
     assert _logged(subscriber, _snapshot(_user("hi"), _turn(1, "The answer.", ended=True, final=True))) == [
-        ("1-11", "delta", "wer."),
+        (_id(1, "The answer."), "delta", "wer."),
         ("2-0", "step", 1),
     ]
 
 
+def test_a_subscriber_back_after_a_retry_wrote_other_words_has_its_text_withdrawn_then_the_answer_sent():
+    first, answer = "The first attempt says", "A second attempt explains the sky."
+    subscriber = _Subscriber("r", _after(1, first[:13]), "ui")
+    events = subscriber.events(_snapshot(_user("hi"), _turn(1, answer, ended=True, final=True)))
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1, answer, ended=True, final=True))) == []
+    assert [(str(o), e.kind) for o, e in events if e.kind in ("delta", "retract", "step")] == [
+        ("1-0", "retract"),
+        (_id(1, answer), "delta"),
+        ("2-0", "step"),
+    ]
+    assert _rebuilt(first[:13], events) == answer
+
+
+def test_a_subscriber_back_while_a_retry_writes_other_words_has_its_text_withdrawn_then_the_new_words_sent():
+    subscriber = _Subscriber("r", _after(1, "The first att"), "ui")
+    events = subscriber.events(_snapshot(_user("hi"), _turn(1), live="A second attempt"))
+    assert _rebuilt("The first att", events) == "A second attempt"
+    assert subscriber.at == _after(1, "A second attempt")
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="A second attempt explains")) == [
+        (_id(1, "A second attempt explains"), "delta", " explains")
+    ]
+
+
 def test_a_subscriber_back_while_a_retry_catches_up_is_sent_nothing_until_it_writes_past_the_offset():
-    subscriber = _Subscriber("r", Offset(1, 7), "ui")
+    subscriber = _Subscriber("r", _after(1, "The ans"), "ui")
     assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The")) == []
-    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer")) == [("1-10", "delta", "wer")]
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="The answer")) == [
+        (_id(1, "The answer"), "delta", "wer")
+    ]
+
+
+def test_a_subscriber_back_with_an_offset_without_digest_is_taken_to_hold_the_start_of_the_text_now_written():
+    subscriber = _Subscriber("r", Offset(1, 7), "ui")
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="It is 395.")) == [
+        (_id(1, "It is 395."), "delta", "95.")
+    ]
 
 
 def test_text_a_retry_writes_differently_is_withdrawn_then_sent_anew():
@@ -80,7 +148,17 @@ def test_text_a_retry_writes_differently_is_withdrawn_then_sent_anew():
     subscriber.events(_snapshot(_user("hi"), _turn(1), live="The answer is"))
     assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="It is 395.")) == [
         ("1-0", "retract", 13),
-        ("1-10", "delta", "It is 395."),
+        (_id(1, "It is 395."), "delta", "It is 395."),
+    ]
+
+
+def test_a_retraction_counts_unicode_code_points_as_offsets_do():
+    subscriber = _Subscriber("r", Offset(), "ui")
+    subscriber.events(_snapshot(_user("hi"), _turn(1), live="🌍🌍 alpha"))
+    assert subscriber.at.chars == 8
+    assert _logged(subscriber, _snapshot(_user("hi"), _turn(1), live="Plain")) == [
+        ("1-0", "retract", 8),
+        (_id(1, "Plain"), "delta", "Plain"),
     ]
 
 
@@ -98,4 +176,4 @@ def test_two_subscribers_at_the_same_point_of_the_run_hold_the_same_offset():
     early.events(_snapshot(_user("hi"), _turn(1), live="The"))
     early.events(_snapshot(_user("hi"), _turn(1), live="The answer"))
     late.events(_snapshot(_user("hi"), _turn(1), live="The answer"))
-    assert early.at == late.at == Offset(1, 10)
+    assert early.at == late.at == _after(1, "The answer")
