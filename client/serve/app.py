@@ -26,7 +26,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import (
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -199,6 +204,12 @@ class _Api:
             raise ApiError(409, "message_refused", f"session {session_id} refused the message: {_cause(err)}") from None
         except (SessionClosed, RunFailed) as err:
             raise ApiError(409, "session_closed", str(err)) from None
+        except RPCError as err:  # the id is known (above): Temporal's NOT_FOUND says the session has closed since
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise ApiError(
+                409, "session_closed", f"session {session_id} has closed, so it takes no more messages: start a new one"
+            ) from None
         return JSONResponse({"session_id": session_id, "accepted": True}, status_code=202)
 
     async def close(self, request: Request) -> Response:
@@ -315,19 +326,35 @@ async def _accepted(client: StalwartClient, session_id: str, message: str) -> No
     """Hand `message` to the session and return once it accepted it (its turn runs on); a session continuing as new
     takes no message for a moment, so that refusal is tried again for up to a minute."""
     handle = client.temporal.get_workflow_handle(session_id)
-    try:
-        await retrying_while_continuing(
-            lambda: handle.start_update(
-                "send", message, wait_for_stage=WorkflowUpdateStage.ACCEPTED, result_type=AgentResult
-            ),
-            patience_seconds=60.0,
+
+    async def accepted() -> None:
+        update = await handle.start_update(
+            "send", message, wait_for_stage=WorkflowUpdateStage.ACCEPTED, result_type=AgentResult
         )
+        await _raise_if_rejected(update)
+
+    try:
+        await retrying_while_continuing(accepted, patience_seconds=60.0)
     except WorkflowUpdateFailedError as err:
         if session_continuing(err):
             raise ApiError(
                 503, "session_busy", f"session {session_id} kept continuing as new: send the message again"
             ) from None
         raise
+
+
+async def _raise_if_rejected(update: WorkflowUpdateHandle[Any]) -> None:
+    """Raise the `WorkflowUpdateFailedError` of an update its validator rejected.
+
+    The server answers a rejected update at once, as completed with its failure, yet `start_update` returns the
+    handle as for an accepted one and keeps the failure for `result()` (temporalio 1.35): read as accepted, a message
+    the session refused (empty, too long, the session closing, not a session) was answered 202 and dropped. With the
+    outcome known, `result()` raises it without a call to the server; an accepted update has no outcome yet, and is
+    not waited for.
+    """
+    outcome = getattr(update, "_known_outcome", None)
+    if outcome is not None and outcome.HasField("failure"):
+        await update.result()
 
 
 def _cause(err: WorkflowUpdateFailedError) -> str:
@@ -475,7 +502,7 @@ def serve_app(client: StalwartClient, settings: ServeSettings, feed: Feed | None
     async def page(request: Request) -> Response:
         return FileResponse(_web_file("index.html"), headers={"Cache-Control": "no-cache"})
 
-    routes: list[Any] = [Route(e.path, _answering(e.handler), methods=[e.method]) for e in table]
+    routes: list[Any] = [Route(e.path, _answering(e.handler, client), methods=[e.method]) for e in table]
     routes += [
         Route("/api/openapi.json", openapi_json, methods=["GET"]),
         Route("/", page, methods=["GET"]),
@@ -522,7 +549,9 @@ def serve_app(client: StalwartClient, settings: ServeSettings, feed: Feed | None
     )
 
 
-def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+def _answering(
+    handler: Callable[[Request], Awaitable[Response]], client: StalwartClient
+) -> Callable[[Request], Awaitable[Response]]:
     """The route, with what it raises said as the API's JSON error."""
 
     async def route(request: Request) -> Response:
@@ -533,7 +562,7 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[R
         except RPCError as err:
             run_id = request.path_params.get("run_id")
             if err.status == RPCStatusCode.NOT_FOUND and run_id:
-                return error(404, "not_found", f"no run or session has the id {run_id!r}")
+                return await _not_found(client, run_id)
             return error(502, "temporal_error", f"Temporal did not answer as expected ({err.message}); try again")
         except (ConnectionError, TimeoutError) as err:
             return error(503, "temporal_unavailable", f"cannot reach Temporal: {err}; try again")
@@ -541,6 +570,23 @@ def _answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[R
     route.__name__ = handler.__name__
     route.__doc__ = handler.__doc__
     return route
+
+
+async def _not_found(client: StalwartClient, run_id: str) -> Response:
+    """Temporal's NOT_FOUND for a request to `run_id`: an unknown id, or a run that has closed (Temporal says
+    NOT_FOUND to a message, a decision or a close sent to a closed run as well)."""
+    try:
+        known = await exists(client, run_id)
+    except (RPCError, ConnectionError, TimeoutError):
+        known = False
+    if known:
+        return error(
+            409,
+            "closed",
+            f"run {run_id} has closed, so it takes no more messages, decisions or closing: "
+            f"GET /api/runs/{run_id} shows how it ended",
+        )
+    return error(404, "not_found", f"no run or session has the id {run_id!r}")
 
 
 def _web_file(name: str) -> str:

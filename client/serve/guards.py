@@ -7,6 +7,7 @@ the same way. Pure ASGI middleware: a Server-Sent Events stream passes through u
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -81,6 +82,24 @@ def _same_origin(origin: str, scope: Scope) -> bool:
     return host is not None and parts.scheme == scope.get("scheme", "http") and parts.netloc == host
 
 
+def _loopback_host(host: str | None) -> bool:
+    """Whether a request's Host header names this machine's loopback (`localhost`, `127.x.x.x`, `[::1]`), port
+    or not. No Host at all (an HTTP/1.0 client on this machine) is taken as the loopback the server listens on."""
+    if host is None:
+        return True
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1 : name.find("]")] if "]" in name else name
+    else:
+        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name
+    if name in ("localhost", "::1") or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class _BodyTooLarge(Exception):
     pass
 
@@ -96,6 +115,17 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if self.token is None and not _loopback_host(_header(scope, b"host")):
+            # Without a token only this machine may call. A web page that rebinds its own name to 127.0.0.1 reaches
+            # the port as its own origin (so the origin check lets it by), but its requests still name its host.
+            await send_error(
+                send,
+                403,
+                "host_not_allowed",
+                "this server has no token, so it answers only requests to localhost, 127.0.0.1 or [::1]: set "
+                "STALWART_SERVE_TOKEN to serve it under another name",
+            )
             return
         path: str = scope.get("path", "")
         if (

@@ -10,7 +10,7 @@ import sys
 
 import httpx
 import pytest
-from serve_agents import ANSWER, chatter, writer
+from serve_agents import ANSWER, chatter, gated_calculator, writer
 
 from stalwart.client.serve.app import ServeSettings
 
@@ -192,3 +192,49 @@ async def test_an_agent_file_outside_the_agents_folder_is_refused_403(stalwart_c
         for path in (str(outside / "agent.toml"), "../elsewhere/agent.toml"):
             response = await http.post("/api/sessions", json={"agent": path})
             assert "--agents-dir" in _refusal(response, 403, "agent_outside")
+
+
+async def test_a_message_the_session_refuses_is_refused_409_when_the_request_does_not_wait(guarded: Served, opened):
+    spec = {**chatter("one"), "session": {"max_message_chars": 10}}
+    async with guarded.client() as http:
+        session_id = await open_session(http, spec, opened)
+        empty = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "   "})
+        too_long = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "eleven char"})
+        state = (await http.get(f"/api/runs/{session_id}")).json()
+    assert "empty" in _refusal(empty, 409, "message_refused")
+    assert "max_message_chars" in _refusal(too_long, 409, "message_refused")
+    assert state["steps"] == [] and state["queued"] == 0
+
+
+async def test_a_message_to_a_run_that_is_not_a_session_is_refused_409(guarded: Served, opened):
+    async with guarded.client() as http:
+        started = await http.post("/api/runs", json={"agent_spec": gated_calculator(), "goal": "17*23+4?"})
+        run_id = started.json()["run_id"]
+        opened.append(run_id)
+        response = await http.post(f"/api/sessions/{run_id}/messages", json={"message": "hello"})
+    assert "not a session" in _refusal(response, 409, "message_refused")
+
+
+async def test_what_is_sent_to_a_closed_session_is_refused_409_not_404(guarded: Served, dev_env, opened):
+    async with guarded.client() as http:
+        session_id = await open_session(http, chatter("one"), opened)
+        assert (await http.post(f"/api/sessions/{session_id}/close")).status_code == 202
+        await dev_env.client.get_workflow_handle(session_id).result()
+        message = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "hi"})
+        closing = await http.post(f"/api/sessions/{session_id}/close")
+        decision = await http.post(f"/api/runs/{session_id}/approvals/call_1/reject", json={"reason": "no"})
+    assert "start a new one" in _refusal(message, 409, "session_closed")
+    assert "has closed" in _refusal(closing, 409, "closed")
+    assert "has closed" in _refusal(decision, 409, "closed")
+
+
+async def test_a_request_naming_a_foreign_host_is_refused_403_by_a_server_without_a_token(server: Served):
+    port = server.url.rsplit(":", 1)[1]
+    rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        refused = await http.post("/api/sessions", json={"agent_spec": chatter("x")}, headers=rebound)
+        page = await http.get("/", headers=rebound)
+        local = await http.get("/api/runs", headers={"Host": f"localhost:{port}"})
+    assert "STALWART_SERVE_TOKEN" in _refusal(refused, 403, "host_not_allowed")
+    _refusal(page, 403, "host_not_allowed")
+    assert local.status_code == 200, local.text
