@@ -188,8 +188,11 @@ function answer(index) {
 }
 
 function retract(index, chars) {
+  // `chars` counts Unicode code points, as the server's offsets do; a string's length counts UTF-16 code units
+  // (two for an emoji), so the text is cut as an array of code points.
   const text = answer(index);
-  text.textContent = text.textContent.slice(0, Math.max(0, text.textContent.length - chars));
+  const points = Array.from(text.textContent);
+  text.textContent = points.slice(0, Math.max(0, points.length - chars)).join("");
 }
 
 function step(index, record) {

@@ -124,3 +124,21 @@ async def test_the_page_of_a_server_with_a_token_asks_for_it_once_then_lists_the
             listed = await page.until("[...document.querySelectorAll('#run-list button')].map(b => b.dataset.runId)")
             assert run_id in listed
             assert not await page.evaluate("document.querySelector('#token-dialog').open")
+
+
+async def test_the_page_withdraws_as_many_code_points_as_a_retract_says_emoji_included(
+    stalwart_client, opened, tmp_path: Path
+):
+    # The events are handed to the page's own handler, as its reader of the stream does: what is checked is how a
+    # `retract`'s count of code points (an emoji is one, and two UTF-16 units) cuts the text shown.
+    browser = await asyncio.to_thread(chromium)
+    async with served(stalwart_client) as server, headless_page(browser, tmp_path / "chromium") as page:
+        await page.send("Page.navigate", url=f"{server.url}/")
+        await page.until("document.readyState === 'complete' && !!document.querySelector('#log')")
+        await page.evaluate("handle('delta', {index: 1, step: 1, text: '🌍🌍 alpha 🚀'})")
+        await page.evaluate("handle('delta', {index: 1, step: 1, text: ' 🚀 beta'})")
+        await page.evaluate("handle('retract', {index: 1, step: 1, chars: 7})")  # ' 🚀 beta'
+        assert await page.evaluate(LIVE) == "🌍🌍 alpha 🚀"
+        await page.evaluate("handle('retract', {index: 1, step: 1, chars: 10})")  # all of it
+        await page.evaluate("handle('delta', {index: 1, step: 1, text: 'Plain'})")
+        assert await page.evaluate(LIVE) == "Plain"
