@@ -43,13 +43,14 @@ from stalwart.client.api import (
     retrying_while_continuing,
     session_continuing,
 )
+from stalwart.client.queries import InvalidQuery
 from stalwart.client.reader import RunWithoutResult
 from stalwart.client.serve.feed import Feed, Offset, PolledFeed, exists
 from stalwart.client.serve.guards import Guard, OriginGuard
 from stalwart.client.serve.openapi import Endpoint, document
 from stalwart.contracts.agent import AgentSpec
 from stalwart.contracts.approvals import ApprovalDecision, decision_problem
-from stalwart.contracts.errors import RunFailed, UsageError
+from stalwart.contracts.errors import ConfigurationError, RunFailed, UsageError
 from stalwart.contracts.run import AgentResult
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -155,10 +156,14 @@ class _Api:
         query = request.query_params.get("query") or None
         try:
             runs = await self.client.list(query, limit=limit)
-        except RPCError as err:
-            if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise ApiError(400, "bad_query", f"Temporal refused the query {query!r}: {err.message}") from None
-            raise
+        except InvalidQuery as err:
+            said = err.__cause__.message if isinstance(err.__cause__, RPCError) else str(err)
+            raise ApiError(
+                400,
+                "bad_query",
+                f"Temporal refused the query {query!r}: {said} (a position counts from Stalwart's own conditions, "
+                "put before yours); the syntax: https://docs.temporal.io/list-filter",
+            ) from None
         return JSONResponse({"runs": [r.model_dump(mode="json") for r in runs]})
 
     async def start_run(self, request: Request) -> Response:
@@ -394,6 +399,8 @@ async def _read(request: Request, kind: type[_B], *, empty_ok: bool = False) -> 
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise ApiError(400, "malformed_json", f"the body is not JSON: {err}") from None
+    except RecursionError:
+        raise ApiError(400, "malformed_json", "the body's JSON nests too deeply to read: send flatter JSON") from None
     try:
         return kind.model_validate(data)
     except ValidationError as err:
@@ -563,7 +570,11 @@ def _answering(
             run_id = request.path_params.get("run_id")
             if err.status == RPCStatusCode.NOT_FOUND and run_id:
                 return await _not_found(client, run_id)
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:  # what was sent, as Temporal checks it (an id too long)
+                return error(400, "invalid_argument", f"Temporal refused the request as sent: {err.message}")
             return error(502, "temporal_error", f"Temporal did not answer as expected ({err.message}); try again")
+        except ConfigurationError as err:  # this server's settings (its encryption keys, its storage)
+            return error(500, "configuration_error", str(err.args[0]) if err.args else str(err))
         except (ConnectionError, TimeoutError) as err:
             return error(503, "temporal_unavailable", f"cannot reach Temporal: {err}; try again")
 

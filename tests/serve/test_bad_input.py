@@ -238,3 +238,23 @@ async def test_a_request_naming_a_foreign_host_is_refused_403_by_a_server_withou
     assert "STALWART_SERVE_TOKEN" in _refusal(refused, 403, "host_not_allowed")
     _refusal(page, 403, "host_not_allowed")
     assert local.status_code == 200, local.text
+
+
+async def test_a_query_temporal_refuses_is_refused_400_with_its_reason(guarded: Served):
+    async with guarded.client() as http:
+        response = await http.get("/api/runs", params={"query": "garbage(("})
+    message = _refusal(response, 400, "bad_query")
+    assert "garbage((" in message and "--query" not in message
+
+
+async def test_json_nested_too_deeply_is_refused_400(guarded: Served):
+    nested = "[" * 100_000 + "]" * 100_000
+    async with guarded.client() as http:
+        response = await http.post("/api/runs", content=nested, headers={"Content-Type": "application/json"})
+    assert "nests too deeply" in _refusal(response, 400, "malformed_json")
+
+
+async def test_an_id_temporal_refuses_is_refused_400_not_as_a_server_fault(guarded: Served):
+    async with guarded.client() as http:
+        response = await http.post("/api/runs", json={"agent_spec": chatter("x"), "goal": "hi", "run_id": "r" * 2000})
+    assert "length" in _refusal(response, 400, "invalid_argument")
