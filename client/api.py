@@ -57,6 +57,7 @@ class RunSummary(Contract):
     run_id: str
     agent: str | None
     status: str | None
+    """The run's own status (`AgentStatus`), or `terminated` / `timed_out` for a run ended from outside its code."""
     steps: int | None
     tokens: int | None
     cost_usd: float | None
@@ -429,7 +430,9 @@ class StalwartClient:
                 RunSummary(
                     run_id=execution.id,
                     agent=attrs.get(names.AGENT_NAME),
-                    status=attrs.get(names.AGENT_STATUS),
+                    status=_status_name(execution.status)
+                    if execution.status in _ENDED_FROM_OUTSIDE
+                    else attrs.get(names.AGENT_STATUS),
                     steps=attrs.get(names.AGENT_STEPS),
                     tokens=attrs.get(names.AGENT_TOKENS),
                     cost_usd=attrs.get(names.AGENT_COST_USD),
@@ -470,6 +473,11 @@ async def retrying_while_continuing(
                 raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+_ENDED_FROM_OUTSIDE = (WorkflowExecutionStatus.TERMINATED, WorkflowExecutionStatus.TIMED_OUT)
+"""Ends the workflow's code never sees: its `AgentStatus` stays what it was (`awaiting_approval`, say), so a run's
+status is the end Temporal records."""
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str | None:

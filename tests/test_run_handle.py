@@ -72,3 +72,16 @@ async def test_a_run_handle_asks_its_workflow_one_query_at_a_time(time_skipping_
     assert all(state.status == "awaiting_approval" for state in answers[0::3])
     assert all([p.call_id for p in pending] == ["add"] for pending in answers[1::3])
     assert result.answer == "5"
+
+
+async def test_a_terminated_run_is_listed_as_terminated_not_as_it_last_said(dev_env, task_queue):
+    # The workflow cannot write its status when it is terminated: its AgentStatus stays `awaiting_approval`.
+    stalwart = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await stalwart.start(careful_calculator(), "add")
+        await until_pending(handle)
+        await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="test")
+    query = f'WorkflowId = "{handle.run_id}"'
+    while (listed := await stalwart.list(query)) == [] or listed[0].temporal_status != "terminated":
+        await asyncio.sleep(0.1)
+    assert listed[0].status == "terminated"
