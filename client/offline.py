@@ -63,6 +63,8 @@ async def rebuild(
     started = events[0].workflow_execution_started_event_attributes
     try:
         [run_input] = await converter.decode(list(started.input.payloads), [ContinuedRunInput])
+        if not isinstance(run_input, ContinuedRunInput):  # `None`, bytes or a protobuf: not JSON, refused as well
+            raise TypeError(f"the run's input is a {type(run_input).__name__}")
     except Exception:  # an input the workflow itself refuses: nothing more to read
         if any(is_encrypted(p) for p in started.input.payloads):
             raise  # sealed with a key this process lacks: the error names it (not an input started wrong)

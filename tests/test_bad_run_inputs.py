@@ -44,6 +44,8 @@ def _turn(**fields: object) -> dict[str, object]:
             {"agent": {"name": "calc"}, "goal": "g", "carried": _carried(turn=_turn(deadline="2024-01-01T00:00:01Z"))},
             "the agent has no `max_seconds`",
         ),
+        (None, "binary/null"),  # what another SDK sends for nil: not JSON, so none of the fields above
+        (b'{"agent": {"name": "calc"}, "goal": "g"}', "binary/plain"),  # JSON's bytes, sent as bytes
     ],
     ids=[
         "misspelt-field",
@@ -54,6 +56,8 @@ def _turn(**fields: object) -> dict[str, object]:
         "carried-step-past-int64",
         "carried-tokens-past-int64",
         "carried-deadline-without-budget",
+        "nil",
+        "bytes",
     ],
 )
 async def test_a_malformed_input_fails_the_run_at_once_with_the_validation_message(

@@ -465,3 +465,32 @@ async def test_show_with_keys_reads_signals_it_cannot_open_while_no_worker_runs(
         await temporal.get_workflow_handle(session.run_id).terminate(reason="test over")
     assert shown.count("<undecodable payload: ") == 2, shown
     assert "'retired'" in shown and "does not decrypt" in shown, shown
+
+
+NOT_JSON = [
+    Kind("binary null", "binary/null", b""),
+    Kind("utf-8 bytes", "binary/plain", b"hello as bytes"),
+    Kind("bytes that are no text", "binary/plain", b"\xff\xfe\x00"),
+    Kind("protobuf as json", "json/protobuf", b"{}", (("messageType", b"temporal.api.common.v1.Payload"),)),
+    Kind("protobuf", "binary/protobuf", b"", (("messageType", b"temporal.api.common.v1.Payload"),)),
+]
+"""Arguments other SDKs send routinely (nil is `binary/null`), one at a time: their converters read them as `None`,
+bytes or a protobuf message whatever type the handler asked for."""
+
+
+@pytest.mark.slow
+async def test_one_argument_that_is_not_json_is_refused_by_every_handler_and_the_session_goes_on(
+    session, dev_env, task_queue
+):
+    handle = dev_env.client.get_workflow_handle(session.run_id)
+    for kind in NOT_JSON:
+        await _from_another_sdk(dev_env.client, session.run_id, "signal", "message", [kind])
+        await _no_failed_workflow_task_after_the_last_signal(handle)
+        for name in UPDATES:
+            answered = await _from_another_sdk(dev_env.client, session.run_id, "update", name, [kind])
+            assert answered is not None and answered.outcome.HasField("failure"), (name, kind.name)
+            assert "not JSON" in answered.outcome.failure.message, (name, kind.name, answered.outcome.failure.message)
+    state = await handle.query("state", result_type=RunState)
+    assert len(state.notes) == len(NOT_JSON) and all("not JSON" in note.text for note in state.notes)
+    await _still_answers(session, dev_env.client)
+    assert [s.content for s in (await session.state()).steps if s.role == "user"] == ["are you still there?"]

@@ -62,12 +62,15 @@ def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
     if not raw.payload.metadata:
         return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
     try:
-        return workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput), None
+        value = workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput)
     except ConfigurationError:  # sealed with a key this worker lacks (or with none): fail the task, not the run,
         raise  # so a worker that has the key runs it
     except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
         reason = str(err).replace("\n", "; ")
         return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
+    if not isinstance(value, ContinuedRunInput):  # `None`, bytes, a protobuf: see the note below
+        return stand_in, f"invalid run input: it is {_shown(raw.payload)}, not JSON; {INPUT_SCHEMA_HINT}"
+    return value, None
 
 
 def only(args: Sequence[RawValue], *, handler: str, takes: str) -> RawValue:
@@ -102,9 +105,18 @@ def decoded(raw: RawValue, kind: type[_T], *, handler: str, takes: str) -> _T:
     if not raw.payload.metadata and not raw.payload.data:
         raise _refused(f"`{handler}` takes {takes}; it got no argument")
     try:
-        return workflow.payload_converter().from_payload(raw.payload, kind)
+        value = workflow.payload_converter().from_payload(raw.payload, kind)
     except Exception as err:  # pydantic's ValidationError, JSON that does not parse, an encoding we do not read
         raise _refused(f"`{handler}` takes {takes}; it got {_shown(raw.payload)} ({_first_problem(err)})") from None
+    if not isinstance(value, kind):
+        raise _refused(f"`{handler}` takes {takes}; it got {_shown(raw.payload)}, not JSON")
+    return value
+
+
+# The converters of the encodings that are not JSON (`binary/null`, `binary/plain`, `json/protobuf`,
+# `binary/protobuf`) return what they read whatever type was asked for: `None` (what another SDK sends for nil),
+# bytes, a protobuf message. Taken as the type asked for, it failed the handler (or the run's start) on every
+# workflow task, and the run was stuck until terminated; so what is not of the type is refused like a wrong shape.
 
 
 def _first_problem(err: Exception) -> str:
