@@ -184,6 +184,18 @@ async def test_pending_and_approve_decide_a_waiting_call_from_another_process(de
 
 
 @pytest.mark.slow
+async def test_approve_and_cancel_of_a_run_that_has_ended_say_it_has_ended(dev_env, task_queue):
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await client.start(AGENTS_DIR / "calculator.toml", "What is 2+3?")
+        await handle.result()
+    approve = await asyncio.to_thread(stalwart, "approve", handle.run_id, "call_1", address=dev_env.address)
+    cancel = await asyncio.to_thread(stalwart, "cancel", handle.run_id, address=dev_env.address)
+    assert approve.returncode == 2 and "has ended, so none of its calls waits for a decision" in approve.stderr
+    assert cancel.returncode == 0 and "had already ended" in cancel.stderr and "requested" not in cancel.stdout
+
+
+@pytest.mark.slow
 def test_terminating_stalwart_dev_stops_its_embedded_server(tmp_path):
     import signal
     import socket

@@ -121,6 +121,13 @@ async def decide(args: argparse.Namespace) -> int:
 
     handle = (await connecting.client(args)).get(args.run_id)
     decide = handle.approve if args.approved else handle.reject
+    if not (await handle.describe()).running:  # Temporal's answer to an update of a closed run reads as an unknown id
+        print(
+            f"error: run {args.run_id} has ended, so none of its calls waits for a decision; "
+            f"`stalwart show {args.run_id}` prints how it ended",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         decision = asyncio.ensure_future(decide(args.call_id, reason=args.reason, reviewer=args.reviewer))
         done, _ = await asyncio.wait([decision], timeout=_DECISION_PATIENCE_SECONDS)

@@ -139,6 +139,10 @@ async def print_live(handle: RunHandle) -> None:
 
 
 async def cancel(args: argparse.Namespace) -> int:
-    await (await connecting.client(args)).get(args.run_id).cancel()
+    handle = (await connecting.client(args)).get(args.run_id)
+    if not (await handle.describe()).running:  # Temporal takes a cancellation of a closed run and does nothing
+        print(f"run {args.run_id} had already ended; `stalwart show {args.run_id}` shows how", file=sys.stderr)
+        return EXIT_OK
+    await handle.cancel()
     print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
     return EXIT_OK
