@@ -103,7 +103,7 @@ def _output_schema_read(output: dict[str, Any], path: Path, *, field: str) -> di
             raw = handle.read(MAX_FILE_BYTES + 1)
         if len(raw) > MAX_FILE_BYTES:
             raise AgentFileError(f"{path}: field `{field}.schema_file`: {target} is over 10 MB, no output schema")
-        schema = json.loads(raw.decode("utf-8"))
+        schema = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AgentFileError(
             f"{path}: field `{field}.schema_file`: {target} is not JSON ({err}); write the JSON Schema there as JSON"
@@ -182,7 +182,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 f"{path}: over {MAX_FILE_BYTES // 1_000_000} MB, far more than any agent file; name the agent's "
                 "own file (long instructions belong in a file of their own, read by a tool)."
             )
-        text = data_bytes.decode("utf-8")
+        text = data_bytes.decode("utf-8-sig")  # a byte-order mark, as Windows editors write, is not TOML's
     except UnicodeDecodeError as err:
         raise AgentFileError(
             f"{path}: not UTF-8 text (byte {err.start} cannot be decoded); agent files are TOML, which is UTF-8: "

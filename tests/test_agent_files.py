@@ -27,6 +27,14 @@ def test_defaults_are_the_scripted_model_ten_steps_and_no_finalize(tmp_path):
     assert (spec.model, spec.budgets.max_steps, spec.budgets.finalize_on_budget) == ("scripted", 10, False)
 
 
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path):
+    # Windows editors save UTF-8 with a BOM, which TOML does not take: it was refused at line 1, column 1.
+    path = tmp_path / "agent.toml"
+    path.write_bytes('name = "bom"\ninstructions = "Réponds en français."\n'.encode("utf-8-sig"))
+    spec = load_agent(path)
+    assert (spec.name, spec.instructions) == ("bom", "Réponds en français.")
+
+
 def test_a_missing_file_lists_the_agent_files_next_to_it(tmp_path):
     (tmp_path / "real.toml").write_text('name = "real"\n')
     with pytest.raises(AgentFileError, match=r"no such agent file\. Agent files nearby: .*real\.toml\.$"):
