@@ -206,13 +206,15 @@ async def test_a_message_the_session_refuses_is_refused_409_when_the_request_doe
     assert state["steps"] == [] and state["queued"] == 0
 
 
-async def test_a_message_to_a_run_that_is_not_a_session_is_refused_409(guarded: Served, opened):
+async def test_a_message_or_a_close_to_a_run_that_is_not_a_session_is_refused_409(guarded: Served, opened):
     async with guarded.client() as http:
         started = await http.post("/api/runs", json={"agent_spec": gated_calculator(), "goal": "17*23+4?"})
         run_id = started.json()["run_id"]
         opened.append(run_id)
         response = await http.post(f"/api/sessions/{run_id}/messages", json={"message": "hello"})
+        closing = await http.post(f"/api/sessions/{run_id}/close")
     assert "not a session" in _refusal(response, 409, "message_refused")
+    assert "not a session, so there is nothing to close" in _refusal(closing, 409, "close_refused")
 
 
 async def test_what_is_sent_to_a_closed_session_is_refused_409_not_404(guarded: Served, dev_env, opened):
