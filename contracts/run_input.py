@@ -25,6 +25,10 @@ class RunInput(Contract):
     goal, if any, is the first message.
     """
 
+    # Said in the schema only: a run started afresh refuses a field it does not take (workflows/arguments.py), while
+    # the input of a run continued as new may still carry one an earlier release wrote, and must be read.
+    model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
+
     agent: AgentSpec
     goal: str = Field(
         "",

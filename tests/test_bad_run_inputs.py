@@ -44,6 +44,8 @@ def _turn(**fields: object) -> dict[str, object]:
             {"agent": {"name": "calc"}, "goal": "g", "carried": _carried(turn=_turn(deadline="2024-01-01T00:00:01Z"))},
             "the agent has no `max_seconds`",
         ),
+        ({"agent": {"name": "calc"}, "goal": "g", "sesion": True}, "unknown field `sesion` (did you mean `session`?)"),
+        ({"agent": {"name": "calc"}, "goal": "g", "input": {"t": 1}}, "unknown field `input` (did you mean `inputs`?)"),
         (None, "binary/null"),  # what another SDK sends for nil: not JSON, so none of the fields above
         (b'{"agent": {"name": "calc"}, "goal": "g"}', "binary/plain"),  # JSON's bytes, sent as bytes
     ],
@@ -56,6 +58,8 @@ def _turn(**fields: object) -> dict[str, object]:
         "carried-step-past-int64",
         "carried-tokens-past-int64",
         "carried-deadline-without-budget",
+        "misspelt-session",
+        "misspelt-inputs",
         "nil",
         "bytes",
     ],

@@ -10,6 +10,8 @@ task forever; decoded by the workflow, the run fails at once, saying what is wro
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -18,11 +20,13 @@ from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
+from stalwart.workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import failure_types, undecodable
     from stalwart.contracts.agent import AgentSpec
     from stalwart.contracts.errors import ConfigurationError
-    from stalwart.contracts.run_input import ContinuedRunInput
+    from stalwart.contracts.run_input import ContinuedRunInput, RunInput
     from stalwart.workflows import interactions
 
 _T = TypeVar("_T")
@@ -70,7 +74,32 @@ def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
         return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
     if not isinstance(value, ContinuedRunInput):  # `None`, bytes, a protobuf: see the note below
         return stand_in, f"invalid run input: it is {_shown(raw.payload)}, not JSON; {INPUT_SCHEMA_HINT}"
+    unknown = _unknown_fields(raw.payload) if value.carried is None else []
+    # Asked only of an input that names an unknown field, so other runs record no marker; one recorded before ran on.
+    if unknown and patches.active(patches.UNKNOWN_INPUT_FIELDS_REFUSED):
+        return stand_in, f"invalid run input: {'; '.join(unknown)}; {INPUT_SCHEMA_HINT}"
     return value, None
+
+
+def _unknown_fields(payload: Payload) -> list[str]:
+    """What a caller's JSON input names at its top level that the run does not take, each with the nearest field
+    it does take. The agent spec refuses its unknown fields itself; the input around it took them silently, so a
+    misspelt `sesion` started a run of one goal instead of a session."""
+    if payload.metadata.get("encoding") != b"json/plain":
+        return []
+    try:
+        data = json.loads(payload.data)
+    except ValueError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    known = [name for name in RunInput.model_fields if name != "carried"]
+    said = []
+    for name in sorted(set(data) - set(ContinuedRunInput.model_fields)):
+        nearest = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean `{nearest[0]}`?)" if nearest else ""
+        said.append(f"unknown field `{printable(name[:_SHOWN_BYTES])}`{hint}; the input takes {', '.join(known)}")
+    return said
 
 
 def only(args: Sequence[RawValue], *, handler: str, takes: str) -> RawValue:

@@ -50,6 +50,11 @@ LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS = "local-activity-failures-as-activit
 """A local activity's failure for good, which the SDK raises unwrapped, is read in an `ActivityError` (a fast tool's
 error goes to the model, its refusal past the deadline cuts the turn) instead of failing the run."""
 
+UNKNOWN_INPUT_FIELDS_REFUSED = "unknown-input-fields-refused"
+"""A run's input that names a field the run does not take (`sesion`) fails the run, naming it, instead of running
+without it."""
+
+
 ALL = (
     UNKNOWN_TOOL_NAMES_END_THE_RUN,
     ARCHIVE_LARGE_STEP_LOG,
@@ -68,6 +73,7 @@ ALL = (
     BUDGET_NAMES_RETRIED_FAILURES,
     BUDGET_CUT_OUTRANKS_LATER_FAILURES,
     LOCAL_ACTIVITY_FAILURES_AS_ACTIVITY_ERRORS,
+    UNKNOWN_INPUT_FIELDS_REFUSED,
 )
 """Every id in use, in the order of the table in docs/patches.md."""
 
