@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from stalwart.contracts.errors import InfrastructureError, NotFound, StalwartError
+from stalwart.contracts.errors import InfrastructureError, NotFound, StalwartError, UsageError
 
 if TYPE_CHECKING:
     from temporalio.service import RPCError
@@ -21,6 +21,11 @@ class RunNotFound(NotFound):
 
 class NamespaceNotFound(NotFound):
     """The server has no such namespace: check --namespace (or TEMPORAL_NAMESPACE)."""
+
+
+class RequestRefused(UsageError):
+    """The server refused the request as sent (INVALID_ARGUMENT: an id over its length limit, say): fix it and ask
+    again; asking again as it is gets the same answer."""
 
 
 class TemporalRefused(InfrastructureError):
@@ -39,6 +44,8 @@ def explained(err: RPCError) -> StalwartError:
                 f"{said}. check --namespace (or TEMPORAL_NAMESPACE): `temporal operator namespace list` lists them."
             )
         return RunNotFound(f"{said}. `stalwart runs` lists the runs of this namespace.")
+    if err.status == RPCStatusCode.INVALID_ARGUMENT:
+        return RequestRefused(f"Temporal refused the request as sent: {said}; fix it and ask again")
     # A query to a running workflow times out when no worker runs it.
     hint = (
         "; a running run or session answers through a worker: is one polling its task queue?"

@@ -228,7 +228,13 @@ def _command_raising(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> N
 
 
 def test_a_server_refusal_is_told_by_its_status_and_detail_not_its_words():
-    from stalwart.client.server_errors import NamespaceNotFound, RunNotFound, TemporalRefused, explained
+    from stalwart.client.server_errors import (
+        NamespaceNotFound,
+        RequestRefused,
+        RunNotFound,
+        TemporalRefused,
+        explained,
+    )
 
     detail = GrpcStatus()
     detail.details.add().Pack(NamespaceNotFoundFailure(namespace="nope"))
@@ -236,6 +242,8 @@ def test_a_server_refusal_is_told_by_its_status_and_detail_not_its_words():
     assert isinstance(explained(namespace), NamespaceNotFound)
     worded_like_one = RPCError("Namespace nope is not found.", RPCStatusCode.NOT_FOUND, b"")
     assert isinstance(explained(worded_like_one), RunNotFound)
+    refused = explained(RPCError("WorkflowId exceeds maximum allowed length", RPCStatusCode.INVALID_ARGUMENT, b""))
+    assert isinstance(refused, RequestRefused) and isinstance(refused, UsageError)
     busy = explained(RPCError("too many requests", RPCStatusCode.RESOURCE_EXHAUSTED, b""))
     assert isinstance(busy, TemporalRefused) and str(busy) == "Temporal answered RESOURCE_EXHAUSTED: too many requests"
 
