@@ -179,3 +179,24 @@ async def test_a_second_call_with_the_id_of_a_waiting_one_is_not_run(stalwart, w
     assert transfers == [1]
     assert (result.steps[2].result, result.stop_reason) == ("transferred $1", "done")
     assert "another call with id 'pay' is already waiting for approval" in result.steps[3].error
+
+
+def test_a_second_decision_on_a_call_decided_in_the_same_workflow_task_says_it_was_decided():
+    # Two decisions that reach the run in one workflow task: the second met a call still listed as waiting, and was
+    # refused as "no tool call 'pay' is waiting ... (waiting: pay)".
+    from datetime import UTC, datetime
+
+    from temporalio.exceptions import ApplicationError
+
+    from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
+    from stalwart.workflows.approvals import ApprovalGate
+
+    gate = ApprovalGate(AgentSpec(name="a"), on_change=lambda waiting: None)
+    now = datetime.now(UTC)
+    gate.pending["pay"] = PendingApproval(call_id="pay", tool_name="pay", step=1, requested_at=now, expires_at=now)
+    gate.require_pending(ApprovalDecision(call_id="pay"))
+    gate.decide(True, ApprovalDecision(call_id="pay"))
+    with pytest.raises(ApplicationError, match="'pay' has been approved already"):
+        gate.require_pending(ApprovalDecision(call_id="pay", reason="no"))
+    with pytest.raises(ApplicationError, match=r"no tool call 'other' is waiting .*\(waiting: none\)"):
+        gate.require_pending(ApprovalDecision(call_id="other"))

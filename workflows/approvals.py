@@ -43,8 +43,11 @@ class ApprovalGate:
         if (problem := decision_problem(decision)) is not None:
             raise ApplicationError(problem)
         call_id = decision.call_id
-        if call_id not in self.pending or call_id in self._decisions:
-            waiting = ", ".join(self.pending) or "none"
+        if call_id in self.pending and call_id in self._decisions:  # decided, and not yet gone from `pending`
+            taken = "approved" if self._decisions[call_id][0] else "rejected"
+            raise ApplicationError(f"tool call {call_id!r} has been {taken} already: a call is decided once")
+        if call_id not in self.pending:
+            waiting = ", ".join(c for c in self.pending if c not in self._decisions) or "none"
             raise ApplicationError(f"no tool call {call_id!r} is waiting for approval in this run (waiting: {waiting})")
 
     async def wait(self, call: ToolCall, step: int) -> str | None:
