@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from stalwart.contracts import patterns
 from stalwart.contracts.model import Contract
 from stalwart.contracts.output_schema import schema_of, schema_problems
 
@@ -295,17 +296,18 @@ class LoopSettings(_Strict):
     give_up_patterns: list[str] = Field(
         default_factory=lambda: list(GIVE_UP_PATTERNS),
         max_length=100,
-        description="Regular expressions (Python syntax, matched case-insensitively) of answers that give up.",
+        description=(
+            "Regular expressions (matched case-insensitively) of answers that give up. They run in linear time "
+            "(Rust's regex syntax, Python's for everyday patterns), so no lookarounds or backreferences."
+        ),
     )
 
     @field_validator("give_up_patterns")
     @classmethod
-    def _patterns_compile(cls, value: list[str]) -> list[str]:
+    def _patterns_run_in_linear_time(cls, value: list[str]) -> list[str]:
         for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as err:
-                raise ValueError(f"give_up_patterns: {pattern!r} is not a regular expression ({err})") from None
+            if problem := patterns.pattern_problem(pattern, ignore_case=True):
+                raise ValueError(f"give_up_patterns: {pattern!r} {problem}")
         return value
 
 

@@ -12,16 +12,14 @@ as JSON Schema says; a keyword that is none of these but close to one (`properte
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import math
 import re
-from collections.abc import Callable
 from typing import Any, TypeGuard
 
 from pydantic import PydanticUserError, TypeAdapter
-from pydantic_core import SchemaError, SchemaValidator, ValidationError, core_schema
 
+from stalwart.contracts import patterns
 from stalwart.contracts.errors import UsageError
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
@@ -125,11 +123,12 @@ def _check(schema: Any, at: str, root: dict[str, Any], problems: list[str], dept
     for key in ("nullable", "uniqueItems"):
         if key in schema and not isinstance(schema[key], bool):
             problems.append(f"`{at}.{key}` should be true or false, not {schema[key]!r}")
-    if "pattern" in schema:
-        try:
-            re.compile(schema["pattern"])
-        except (re.error, TypeError) as err:
-            problems.append(f"`{at}.pattern` is not a regular expression ({err})")
+    if "pattern" in schema and (problem := patterns.pattern_problem(schema["pattern"])):
+        problems.append(f"`{at}.pattern` = {schema['pattern']!r} {problem}")
+    keyed = schema.get("patternProperties")
+    for key in keyed if isinstance(keyed, dict) else ():
+        if problem := patterns.pattern_problem(key):
+            problems.append(f"`{at}.patternProperties` key {key!r} {problem}")
     if "$ref" in schema and _resolve(schema["$ref"], root) is None:
         problems.append(
             f"`{at}.$ref` = {schema['$ref']!r} points nowhere in the schema; refer to `#/$defs/Name` of this schema"
@@ -323,11 +322,11 @@ def _validate_object(
         errors.append(f"`{at}`: {len(value)} properties, fewer than the {schema['minProperties']} required")
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
         errors.append(f"`{at}`: {len(value)} properties, more than the {schema['maxProperties']} allowed")
-    patterns = schema.get("patternProperties") or {}
+    keyed = schema.get("patternProperties") or {}
     extra = schema.get("additionalProperties", True)
     for name, item in value.items():
         where = f"{at}.{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"{at}[{json.dumps(name)}]"
-        matched = [sub for pattern, sub in patterns.items() if matches(pattern, name)]
+        matched = [sub for pattern, sub in keyed.items() if matches(pattern, name)]
         if name in properties:
             _validate(item, properties[name], where, root, errors)
         for sub in matched:
@@ -340,31 +339,10 @@ def _validate_object(
                 _validate(item, extra, where, root, errors)
 
 
-@functools.lru_cache(maxsize=256)
-def _matcher(pattern: str) -> Callable[[str], bool]:
-    """A search for `pattern`, in linear time where it can be: Rust's regex engine (pydantic-core's) has no
-    backtracking, so no answer, however long or crafted, can hold the workflow task in a catastrophic match
-    (`(a+)+$` against `aaaa...b`). A pattern that engine cannot run (a lookaround, a backreference) is searched with
-    Python's `re`."""
-    try:
-        validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
-    except SchemaError:
-        compiled = re.compile(pattern)
-        return lambda text: compiled.search(text) is not None
-
-    def search(text: str) -> bool:
-        try:
-            validator.validate_python(text)
-        except ValidationError:
-            return False
-        return True
-
-    return search
-
-
 def matches(pattern: str, text: str) -> bool:
-    """Whether `pattern` matches anywhere in `text`, as JSON Schema's `pattern` says."""
-    return _matcher(pattern)(text)
+    """Whether `pattern` matches anywhere in `text`, as JSON Schema's `pattern` says, in time linear in the text
+    (`contracts.patterns`): no answer, however long or crafted, holds the workflow task in a catastrophic match."""
+    return patterns.search(pattern, text)
 
 
 # -- what a provider may be told -------------------------------------------------

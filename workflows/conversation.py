@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from stalwart.contracts import patterns
 from stalwart.contracts.agent import LoopSettings
 from stalwart.contracts.messages import Message
 from stalwart.contracts.run import RunEvent, StepRecord, progress_block, run_metrics
@@ -50,8 +49,9 @@ def reminder_due(step: int, loop: LoopSettings) -> bool:
 
 
 def gives_up(text: str, loop: LoopSettings) -> bool:
-    """Seed 003's premature giving-up: the answer matches one of `give_up_patterns` (case-insensitive)."""
-    return any(re.search(pattern, text, re.IGNORECASE) for pattern in loop.give_up_patterns)
+    """Seed 003's premature giving-up: the answer matches one of `give_up_patterns` (case-insensitive), searched
+    in linear time: a crafted answer cannot hold the workflow task, and with it every run on the worker."""
+    return any(patterns.search(pattern, text, ignore_case=True) for pattern in loop.give_up_patterns)
 
 
 def call_key(workflow_id: str, chain_id: str, step: int, call_id: str) -> str:

@@ -25,6 +25,12 @@ BAD_FILES: dict[str, tuple[str, str]] = {
     "required-not-a-list": ('[output.schema]\ntype = "object"\nrequired = "n"\n', "`#.required` should be a list"),
     "property-not-a-schema": ("[output.schema.properties]\nn = 3\n", "`#.properties.n` should be a schema"),
     "pattern-not-a-regex": ('[output.schema]\ntype = "string"\npattern = "("\n', "is not a regular expression"),
+    "pattern-with-a-lookaround": (
+        "[output.schema]\ntype = \"string\"\npattern = '(?=a)(a+)+$'\n",
+        "`#.pattern` = '(?=a)(a+)+$' cannot run on the linear-time regex engine (look-around, including look-ahead "
+        "and look-behind, is not supported); rewrite it without lookarounds or backreferences: patterns run in "
+        "linear time so a reply cannot stall the worker",
+    ),
     "ref-to-nowhere": ('[output.schema]\n"$ref" = "#/$defs/Gone"\n', "points nowhere in the schema"),
     "retries-too-many": ("[output]\nretries = 11\n" + GOOD_SCHEMA, "output.retries`: out of range (got 11)"),
     "retries-negative": ("[output]\nretries = -1\n" + GOOD_SCHEMA, "output.retries`: out of range (got -1)"),

@@ -12,6 +12,7 @@ from stalwart.contracts.output_schema import (
     strict_compatible,
     validation_errors,
 )
+from stalwart.contracts.patterns import LINEAR_FIX, PatternError
 
 
 class Line(BaseModel):
@@ -124,7 +125,31 @@ def test_a_pattern_that_backtracks_catastrophically_in_python_is_searched_in_lin
     assert error.endswith("does not match the pattern '(a+)+$'")
 
 
-def test_a_pattern_with_a_lookaround_still_works():
-    schema = {"type": "string", "pattern": "^(?!admin)"}
-    assert validation_errors("root", schema) == []
-    assert len(validation_errors("admin", schema)) == 1
+@pytest.mark.parametrize("pattern", ["(?=a)(a+)+$", "^(?!admin)", "(?<=x)y", r"(a)\1"])
+def test_a_pattern_only_a_backtracking_engine_runs_is_no_schema(pattern):
+    """A lookaround or a backreference needs backtracking: refused with the fix, never searched with Python's `re`."""
+    [problem] = schema_problems({"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}})
+    assert problem.startswith(f"`#.properties.v.pattern` = {pattern!r} cannot run on the linear-time regex engine")
+    assert problem.endswith(f"; {LINEAR_FIX}")
+
+
+def test_a_pattern_properties_key_only_a_backtracking_engine_runs_is_no_schema():
+    [problem] = schema_problems({"type": "object", "patternProperties": {"^(?!x)": {"type": "string"}}})
+    assert problem.startswith("`#.patternProperties` key '^(?!x)' cannot run on the linear-time regex engine")
+    assert problem.endswith(LINEAR_FIX)
+
+
+def test_a_pattern_properties_key_that_is_no_regex_is_no_schema():
+    [problem] = schema_problems({"type": "object", "patternProperties": {"(": {}}})
+    assert problem == "`#.patternProperties` key '(' is not a regular expression (unclosed group)"
+
+
+def test_a_pattern_properties_key_is_searched_in_linear_time():
+    schema = {"type": "object", "patternProperties": {"(a+)+$": {"type": "integer"}}}
+    [error] = validation_errors({"a" * 5000 + "a": "x", "a" * 5000 + "b": "y"}, schema)
+    assert "expected integer" in error
+
+
+def test_a_pattern_that_slipped_past_the_checks_is_refused_not_run_with_pythons_re():
+    with pytest.raises(PatternError, match=LINEAR_FIX):
+        validation_errors("admin", {"type": "string", "pattern": "^(?!admin)"})
