@@ -18,9 +18,13 @@ if TYPE_CHECKING:
 
 _WIDTH = 160
 _SESSION_STATUSES = ("waiting", "closed", "idle")
-_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)}
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)} | {
+    code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
 """Control characters shown escaped (`\\x1b`): model and tool output must not move the cursor, clear the screen,
-retitle the window or hide text. Newline and tab pass."""
+retitle the window or hide text. Newline and tab pass. So are the marks that reorder text (`\\u202e`, right-to-left
+override, the embeddings and the isolates): they can show a line as other than what it says. The marks that
+only set a direction (U+200E, U+200F) pass: right-to-left text uses them."""
 
 
 def escaped(text: str) -> str:

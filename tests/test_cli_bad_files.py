@@ -143,6 +143,18 @@ def test_terminal_control_characters_in_model_and_tool_output_are_escaped():
     assert "over\nnext\tcol" in shown, "newline and tab pass"
 
 
+def test_marks_that_reorder_text_are_escaped_so_a_line_shows_what_it_says():
+    # U+202E (right-to-left override) shows "txt.exe" as "exe.txt"; the isolates and marks reorder text as well.
+    reordering = "run \u202etxt.exe\u202c and \u2066a\u2069 \u200f!"  # U+200F, a direction mark, passes
+    out = io.StringIO()
+    render.print_result(
+        AgentResult(answer=reordering, stop_reason="done", steps=[], usage=Usage(), elapsed_seconds=1.0), None, out
+    )
+    shown = out.getvalue()
+    assert not any(mark in shown for mark in ("\u202e", "\u202c", "\u2066", "\u2069")), repr(shown)
+    assert "run \\u202etxt.exe\\u202c and \\u2066a\\u2069 \u200f!" in shown
+
+
 def test_the_cli_escapes_control_characters_in_everything_it_prints(tmp_path: Path, capsys):
     path = tmp_path / f"agent{ESC}[2J.toml"
     path.write_text('name = "a"\n')
