@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -67,5 +69,9 @@ async def serve(args: argparse.Namespace) -> int:
     # from their last offset when the server is back.
     app = serve_app(client, settings)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
+    # uvicorn stops gracefully on SIGTERM itself, then raises the signal again for its default end (exit 143). The
+    # command line's own handler would also cancel this command mid-shutdown, which printed the lifespan's
+    # CancelledError as a traceback.
+    asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
     await uvicorn.Server(config).serve(sockets=[listener])
     return EXIT_OK

@@ -70,3 +70,22 @@ async def test_serve_with_a_token_lets_in_only_who_sends_it(dev_env, task_queue)
     assert "Bearer" in said and "loopback only" not in said
     assert page.status_code == 200, "the page itself asks for the token"
     assert without.status_code == 401 and with_it.status_code == 200
+
+
+async def test_serve_stopped_by_sigterm_ends_without_a_traceback(dev_env, task_queue):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stalwart.client.cli", "serve", "--port", str(port)]
+        + ["--address", dev_env.address, "--task-queue", task_queue],
+        env={k: v for k, v in os.environ.items() if k != "STALWART_SERVE_TOKEN"},
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    await _started(process)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        assert (await http.get("/api/runs")).status_code == 200
+    process.send_signal(signal.SIGTERM)
+    _, rest = await asyncio.to_thread(process.communicate)
+    assert "Traceback" not in rest and "CancelledError" not in rest, rest
+    assert process.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM)
