@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 from pydantic_core import SchemaError, SchemaValidator, ValidationError, core_schema
 
+from stalwart.contracts.errors import UsageError
+
 LINEAR_FIX = (
     "rewrite it without lookarounds or backreferences: patterns run in linear time so a reply cannot stall the worker"
 )
@@ -40,7 +42,7 @@ def pattern_problem(pattern: object, *, ignore_case: bool = False) -> str | None
     return f"cannot run on the linear-time regex engine ({reason}); {LINEAR_FIX}"
 
 
-class PatternError(ValueError):
+class PatternError(UsageError, ValueError):
     """A pattern that reached matching without validation (an agent spec built around the checks) and that the
     linear-time engine cannot run."""
 
