@@ -31,6 +31,7 @@ from stalwart.client.reader import RunDescription, RunReader
 from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
 from stalwart.client.run_failures import RunEndedInError
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
+from stalwart.client.unknown_runs import naming_unknown_runs
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
@@ -80,6 +81,7 @@ def run_input(
     return RunInput(agent=spec, goal=goal, inputs=inputs or {}, session=session)
 
 
+@naming_unknown_runs
 class RunHandle(RunReader):
     """A run that was started, running or finished: read it (`RunReader`), wait for it and act on it."""
 
@@ -238,6 +240,7 @@ class SessionClosed(RunFailed, RuntimeError):
     """The session has ended; it takes no more messages."""
 
 
+@naming_unknown_runs
 class SessionHandle(RunHandle):
     """A session: a run that stays open and answers each message as one turn."""
 

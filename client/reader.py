@@ -30,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 
 from stalwart.client.pollers import workers_polling
 from stalwart.client.task_failures import failed_task, failing_task_note
+from stalwart.client.unknown_runs import naming_unknown_runs
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.model import Contract
@@ -98,6 +99,7 @@ class RunDescription:
         )
 
 
+@naming_unknown_runs
 class RunReader:
     """A run, running or finished, as far as it can be read: its state, its events and its waiting approvals.
 
