@@ -30,11 +30,13 @@ class UnknownRun(RunNotFound, RPCError):
         self.args = (str(explained(err)),)
 
 
-def _named(err: RPCError) -> RPCError:
-    """`err` as `UnknownRun` when it says the run is unknown; a namespace that is not there stays what it was."""
-    if err.status != RPCStatusCode.NOT_FOUND or isinstance(err, UnknownRun):
-        return err
-    return UnknownRun(err) if isinstance(explained(err), RunNotFound) else err
+def _unknown_run(err: RPCError) -> bool:
+    """Whether `err` says the run is unknown (not yet named so); a namespace that is not there is another thing."""
+    return (
+        err.status == RPCStatusCode.NOT_FOUND
+        and not isinstance(err, UnknownRun)
+        and isinstance(explained(err), RunNotFound)
+    )
 
 
 def naming_unknown_runs(cls: _C) -> _C:
@@ -55,10 +57,9 @@ def _coroutine(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return await method(*args, **kwargs)
         except RPCError as err:
-            named = _named(err)
-            if named is err:
+            if not _unknown_run(err):
                 raise
-            raise named from err
+            raise UnknownRun(err) from err
 
     return naming
 
@@ -70,9 +71,8 @@ def _generator(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., Async
             async for item in method(*args, **kwargs):
                 yield item
         except RPCError as err:
-            named = _named(err)
-            if named is err:
+            if not _unknown_run(err):
                 raise
-            raise named from err
+            raise UnknownRun(err) from err
 
     return naming
