@@ -33,7 +33,7 @@ from stalwart.client.run_failures import RunEndedInError
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
 from stalwart.client.unknown_runs import naming_unknown_runs
 from stalwart.contracts import names
-from stalwart.contracts.agent import AgentSpec, unknown_tool_names
+from stalwart.contracts.agent import AgentSpec, OutputSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.errors import RunFailed, UsageError
 from stalwart.contracts.model import Contract
@@ -344,8 +344,14 @@ class StalwartClient:
         inputs: dict[str, Any] | None = None,
         output_type: Any = None,
     ) -> AgentResult:
-        """Start a run and wait for its result (its `output` an instance of `output_type` when given)."""
-        return await (await self.start(agent, goal, inputs=inputs)).result(output_type=output_type)
+        """Start a run and wait for its result (its `output` an instance of `output_type` when given).
+
+        An agent without `[output]` is given one for `output_type`, as `execute_agent` does: the model is told the
+        type and held to its schema. Raises `OutputNotOfType` for an answer that fits the schema but not the type."""
+        spec = _spec(agent)
+        if output_type is not None and spec.output is None:
+            spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
+        return await (await self.start(spec, goal, inputs=inputs)).result(output_type=output_type)
 
     def get(self, run_id: str) -> RunHandle:
         """A handle on an existing run."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
 
+from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.messages import StoredContent, TranscriptRef, Usage
 from stalwart.contracts.model import Contract
 from stalwart.contracts.wire import Compact
@@ -202,15 +203,39 @@ class AgentResult(Contract):
     answer came (`error` then says what did not validate)."""
 
     def output_as(self, tp: type[_T]) -> _T:
-        """`output` as an instance of `tp` (a pydantic model, a dataclass, `list[int]` ...), validated by pydantic."""
-        return TypeAdapter(tp).validate_python(self.output)
+        """`output` as an instance of `tp` (a pydantic model, a dataclass, `list[int]` ...), validated by pydantic.
+
+        Raises `OutputNotOfType` when the answer, valid against the agent's JSON Schema, does not fit `tp`."""
+        try:
+            return TypeAdapter(tp).validate_python(self.output)
+        except ValidationError as err:
+            raise OutputNotOfType(tp, err) from err
 
     def with_output_as(self, tp: type[Any] | None) -> AgentResult:
-        """This result with `output` as an instance of `tp` (see `output_as`: a value that does not fit the type raises
-        pydantic's `ValidationError`); itself without a type or without an output."""
+        """This result with `output` as an instance of `tp` (see `output_as`); itself without a type or an output."""
         if tp is None or self.output is None:
             return self
         return self.model_copy(update={"output": self.output_as(tp)})
+
+
+class OutputNotOfType(RunFailed, ValueError):
+    """The run's answer is valid against the agent's output schema but not an instance of the type asked for.
+
+    The run checks the answer against the JSON Schema and asks the model again while it does not fit; what the
+    schema does not say (a pydantic validator, a `format` such as a date, another type than the agent's) is checked
+    only when the result is read as the type, when the run is over and the model cannot be asked again."""
+
+    def __init__(self, tp: Any, err: ValidationError) -> None:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}"
+            for e in err.errors(include_url=False)
+        )
+        name = getattr(tp, "__name__", None) or repr(tp)
+        super().__init__(
+            f"the agent's answer fits its output schema but not {name} ({problems}): say that rule in the schema "
+            "(a Field constraint, a Literal, an enum), which the model is held to and asked again on, or read the "
+            "answer as a type that takes it"
+        )
 
 
 EventType = Literal[

@@ -42,7 +42,7 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.agent import MAX_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
-    from stalwart.contracts.run import AgentResult
+    from stalwart.contracts.run import AgentResult, OutputNotOfType
     from stalwart.contracts.run_input import RunInput, goal_problem, missing_goal
     from stalwart.contracts.start_options import start_metadata
 
@@ -55,6 +55,20 @@ INVALID_AGENT_CALL = "InvalidAgentCall"
 `require_approval` naming a tool the agent lacks): your workflow fails with it, or catches it."""
 _WAITING_HEARTBEAT = timedelta(seconds=30)
 _SEND_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5))
+
+
+OUTPUT_NOT_OF_TYPE = "OutputNotOfType"
+"""The failure type of an agent's answer that fits its output schema but not the `output_type` asked for (a pydantic
+validator, a date `format`): your workflow fails with it, or catches it; the answer is in the agent run's result."""
+
+
+def _typed(result: AgentResult, output_type: type[Any] | None) -> AgentResult:
+    """`result` with its output as `output_type`; one that does not fit fails the caller's workflow (not its task,
+    which would retry the same check forever) with `OUTPUT_NOT_OF_TYPE`."""
+    try:
+        return result.with_output_as(output_type)
+    except OutputNotOfType as err:
+        raise ApplicationError(str(err), type=OUTPUT_NOT_OF_TYPE, non_retryable=True) from None
 
 
 class AgentHandle(Generic[T]):
@@ -90,7 +104,7 @@ class AgentHandle(Generic[T]):
             )
         if _cancelling():  # the run ended because this workflow is being cancelled: so is the caller
             raise asyncio.CancelledError()
-        return result.with_output_as(self._output_type)
+        return _typed(result, self._output_type)
 
     async def message(self, text: str) -> None:
         """Give a session (or a running run) a message without waiting; the model reads it at its next step."""
@@ -110,7 +124,7 @@ class AgentHandle(Generic[T]):
             retry_policy=_SEND_RETRY,
             summary=f"send a message to agent session {self.id}"[:200],
         )
-        return result.with_output_as(self._output_type)
+        return _typed(result, self._output_type)
 
     async def close(self) -> None:
         """End the session once the messages it already received are answered; then `result()` returns."""
