@@ -15,6 +15,7 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Hashable
 from typing import Any, TypeGuard
 
 from pydantic import PydanticUserError, TypeAdapter
@@ -295,13 +296,8 @@ def _validate_array(value: list[Any], schema: dict[str, Any], at: str, root: dic
         errors.append(f"`{at}`: {len(value)} items, fewer than the {schema['minItems']} required")
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         errors.append(f"`{at}`: {len(value)} items, more than the {schema['maxItems']} allowed")
-    if schema.get("uniqueItems") is True:
-        seen: list[Any] = []
-        for item in value:
-            if any(_same(item, other) for other in seen):
-                errors.append(f"`{at}`: {_shown(item)} is there more than once; items must be unique")
-                break
-            seen.append(item)
+    if schema.get("uniqueItems") is True and (repeated := _first_repeated(value)) is not None:
+        errors.append(f"`{at}`: {_shown(repeated[0])} is there more than once; items must be unique")
     items = schema.get("items")
     prefix = schema.get("prefixItems") or (items if isinstance(items, list) else [])
     for n, item in enumerate(value):
@@ -420,6 +416,42 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
     return bool(a == b)
+
+
+def _first_repeated(items: list[Any]) -> tuple[Any] | None:
+    """The first item `_same` as an earlier one, wrapped in a 1-tuple (so a repeated `null` is told from none).
+
+    One set lookup per item (`_key`), not a comparison with every earlier item: the workflow validates the answer,
+    and a quadratic check of a few thousand items outlasts the SDK's deadlock detector on every attempt."""
+    seen: set[Any] = set()
+    try:
+        for item in items:
+            key = _key(item)
+            if key in seen:
+                return (item,)
+            seen.add(key)
+    except TypeError:  # an item no key fits (not JSON): compare it the slow way
+        for n, item in enumerate(items):
+            if any(_same(item, other) for other in items[:n]):
+                return (item,)
+    return None
+
+
+class _Unequal:
+    """The key of a value `_same` finds equal to nothing, not even itself (NaN): a new one each time, equal to none."""
+
+
+def _key(value: Any) -> Hashable:
+    """A hashable key equal for two values exactly when `_same` finds them equal."""
+    if isinstance(value, bool):
+        return (bool, value)
+    if _number(value):
+        return ("number", value) if value == value else _Unequal()  # 1 and 1.0 are one key; NaN equals nothing
+    if isinstance(value, list):
+        return (type(value), tuple(_key(item) for item in value))
+    if isinstance(value, dict):
+        return (type(value), frozenset((name, _key(item)) for name, item in value.items()))
+    return (type(value), value)  # TypeError when unhashable
 
 
 def _kind(value: Any) -> str:
