@@ -30,8 +30,10 @@ What happens to the agent when your workflow
 from __future__ import annotations
 
 import asyncio
+import reprlib
 from collections.abc import Generator
 from datetime import datetime, timedelta
+from os import PathLike
 from typing import Any, Generic, TypeVar
 
 from temporalio import workflow
@@ -42,6 +44,7 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.agent import MAX_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
+    from stalwart.contracts.errors import UsageError
     from stalwart.contracts.run import AgentResult, OutputNotOfType
     from stalwart.contracts.run_input import RunInput, goal_problem, missing_goal
     from stalwart.contracts.start_options import start_metadata
@@ -52,7 +55,9 @@ T = TypeVar("T")
 
 INVALID_AGENT_CALL = "InvalidAgentCall"
 """The failure type of an `execute_agent`/`start_agent` call that cannot start (no goal, a goal too long, a
-`require_approval` naming a tool the agent lacks): your workflow fails with it, or catches it."""
+`require_approval` naming a tool the agent lacks, an argument of the wrong type): your workflow fails with it, or
+catches it. An `ApplicationError`, so it fails the workflow at once rather than its task, which would retry the same
+call forever."""
 _WAITING_HEARTBEAT = timedelta(seconds=30)
 _SEND_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5))
 
@@ -161,6 +166,7 @@ async def execute_agent(
     The run stops at your workflow's deadline, and is cancelled with your workflow (`parent_close_policy`).
     A call that cannot start fails with an `ApplicationError` of type `InvalidAgentCall`.
     """
+    _inside_a_workflow("execute_agent", "`StalwartClient.run`")
     handle = await start_agent(
         agent,
         goal,
@@ -190,6 +196,10 @@ async def start_agent(
     goal, if any, is its first message. By default the run outlives a continue-as-new of your workflow
     (`ParentClosePolicy.ABANDON`): it is still cancelled with your workflow while your workflow awaits it.
     """
+    _inside_a_workflow("start_agent", "`StalwartClient.start`")
+    wrong = _agent_problem(agent) or _goal_type_problem(goal) or _inputs_problem(inputs)
+    if wrong:
+        raise ApplicationError(wrong, type=INVALID_AGENT_CALL, non_retryable=True)
     spec = agent
     if output_type is not None and spec.output is None:
         spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
@@ -220,6 +230,7 @@ def get_agent(id: str, *, output_type: type[T] | None = None) -> AgentHandle[T]:
 
     Awaiting it waits in an activity of `StalwartPlugin`; messages and `close` go as signals, `cancel` as a
     cancellation request."""
+    _inside_a_workflow("get_agent", "`StalwartClient.get(id)`")
     return AgentHandle(id, output_type, None)
 
 
@@ -233,6 +244,57 @@ def workflow_deadline() -> datetime | None:
     info = workflow.info()
     ends = [info.workflow_start_time + limit for limit in (info.run_timeout, info.execution_timeout) if limit]
     return min(ends) if ends else None
+
+
+def _inside_a_workflow(call: str, instead: str) -> None:
+    """Refuse a call made outside a workflow, of which the SDK would say only 'Not in workflow event loop'."""
+    if not workflow.in_workflow():
+        raise UsageError(
+            f"{call} runs inside a workflow of yours (its @workflow.run or a handler); outside a workflow, "
+            f"{instead} does the same"
+        )
+
+
+def _agent_problem(agent: object) -> str | None:
+    """Why `agent` is not an agent this module can start, if it is not: said with the way to get an `AgentSpec`."""
+    if isinstance(agent, AgentSpec):
+        return None
+    if isinstance(agent, str | PathLike):
+        return (
+            f"agent: {agent!r} is a path, and a workflow cannot read files: load the agent file outside the workflow "
+            "(`agent = load_agent(path)` at your module's import, or in the client that starts the workflow, which "
+            "passes the spec in its input) and pass the AgentSpec"
+        )
+    if isinstance(agent, dict):
+        return "agent: got a dict; pass an AgentSpec, e.g. `AgentSpec.model_validate(the_dict)`"
+    return (
+        f"agent: got {type(agent).__name__}; pass an AgentSpec (`AgentSpec(...)`, or `load_agent(path)` outside the "
+        "workflow)"
+    )
+
+
+def _goal_type_problem(goal: object) -> str | None:
+    if isinstance(goal, str):
+        return None
+    return f"goal: got {type(goal).__name__} {reprlib.repr(goal)}; give the task as text (a str)"
+
+
+def _inputs_problem(inputs: object) -> str | None:
+    """Why `inputs` cannot travel to the agent's run, if it cannot: they go in its input, as JSON."""
+    if inputs is None:
+        return None
+    if not isinstance(inputs, dict) or not all(isinstance(name, str) for name in inputs):
+        return f"inputs: got {type(inputs).__name__}; give a dict of names (str) to {_JSON_VALUES}"
+    converter = workflow.payload_converter()
+    for name, value in inputs.items():
+        try:
+            converter.to_payload(value)
+        except Exception as err:  # the converter's error depends on the value (pydantic's, TypeError, ValueError)
+            return f"inputs[{name!r}]: {type(value).__name__} cannot be sent as JSON ({err}); give {_JSON_VALUES}"
+    return None
+
+
+_JSON_VALUES = "JSON values: str, numbers, bools, None, and lists and dicts of them"
 
 
 def _cancelling() -> bool:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from temporalio.client import Client
+import pytest
+from miscalling_workflows import CallsAnAgentWrongly
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from tools_for_agents import lookup_order
@@ -14,11 +17,13 @@ from users_workflows import AskAgent, AskForVerdict, CancelsItsAgent, TalksToASe
 from stalwart import StalwartClient, StalwartPlugin
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
+from stalwart.contracts.errors import UsageError
 from stalwart.contracts.run import AgentResult
+from stalwart.workflow import INVALID_AGENT_CALL, execute_agent, get_agent, start_agent
 
 from support.approvals import until_pending
 
-WORKFLOWS = [AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession]
+WORKFLOWS = [AskAgent, AskForVerdict, CancelsItsAgent, TalksToASession, CallsAnAgentWrongly]
 
 
 def calculator_agent() -> AgentSpec:
@@ -195,3 +200,60 @@ async def _child_id(client: Client, parent_id: str) -> str:
             if event.HasField("start_child_workflow_execution_initiated_event_attributes"):
                 return event.start_child_workflow_execution_initiated_event_attributes.workflow_id
         await asyncio.sleep(0.05)
+
+
+async def _refusal(client: Client, task_queue: str, case: str) -> ApplicationError:
+    """What ended a workflow that called execute_agent wrongly (it ends: a wedged task would never return)."""
+    async with _worker(client, task_queue):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await client.execute_workflow(
+                CallsAnAgentWrongly.run, case, id=f"wrong-{uuid.uuid4()}", task_queue=task_queue
+            )
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == INVALID_AGENT_CALL and cause.non_retryable
+    return cause
+
+
+async def test_an_agent_given_as_a_dict_fails_the_workflow_saying_to_validate_it(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    refusal = await _refusal(time_skipping_env.client, task_queue, "agent as a dict")
+    assert "agent: got a dict" in refusal.message and "AgentSpec.model_validate(" in refusal.message
+
+
+async def test_an_agent_given_as_a_path_fails_the_workflow_saying_to_load_it_outside(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    refusal = await _refusal(time_skipping_env.client, task_queue, "agent as a path")
+    assert "'agents/calculator.toml' is a path" in refusal.message
+    assert "load_agent(path)" in refusal.message and "outside the workflow" in refusal.message
+
+
+async def test_a_goal_that_is_not_text_fails_the_workflow_naming_the_goal(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    refusal = await _refusal(time_skipping_env.client, task_queue, "goal as a number")
+    assert "goal: got int 42" in refusal.message and "(a str)" in refusal.message
+
+
+async def test_inputs_that_are_not_json_fail_the_workflow_naming_the_input(
+    time_skipping_env: WorkflowEnvironment, task_queue
+):
+    refusal = await _refusal(time_skipping_env.client, task_queue, "inputs not JSON")
+    assert "inputs['when']: object cannot be sent as JSON" in refusal.message
+    assert "JSON values" in refusal.message
+
+
+@pytest.mark.parametrize(
+    ("call", "instead"),
+    [
+        (lambda: execute_agent(calculator_agent(), "go"), "StalwartClient.run"),
+        (lambda: start_agent(calculator_agent(), "go"), "StalwartClient.start"),
+        (lambda: get_agent("some-run").result(), "StalwartClient.get(id)"),
+    ],
+    ids=["execute_agent", "start_agent", "get_agent"],
+)
+async def test_a_call_outside_a_workflow_says_where_it_runs_and_what_does_the_same_outside(call, instead):
+    with pytest.raises(UsageError) as refused:
+        await call()
+    assert "runs inside a workflow of yours" in str(refused.value) and instead in str(refused.value)
