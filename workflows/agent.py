@@ -354,13 +354,8 @@ class AgentWorkflow:
             self._approvals.require_pending(approvals.decision(name, raw))
         elif name != "close":
             raise arguments.unknown("update", name, arguments.UPDATES)
-        elif not self._input.session:  # a run of one goal ends with its answer: closing it meant nothing
-            raise ApplicationError(
-                "this run is not a session, so there is nothing to close: it ends with its answer (`stalwart cancel "
-                "RUN_ID` stops it sooner)",
-                type=arguments.INVALID_ARGUMENT,
-                non_retryable=True,
-            )
+        else:
+            self._inbox.check_close()
 
     def state(self) -> RunState:
         """The live step log, status and usage of the run (of the whole chain, across continue-as-new)."""

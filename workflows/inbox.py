@@ -79,6 +79,16 @@ class Inbox:
         if problem is not None:
             raise ApplicationError(problem, type=failure_types.MESSAGE_REFUSED, non_retryable=True)
 
+    def check_close(self) -> None:
+        """Refuse a `close` of a run of one goal: it ends with its answer, so closing it would mean nothing."""
+        if not self._input.session:
+            raise ApplicationError(
+                "this run is not a session, so there is nothing to close: it ends with its answer (`stalwart cancel "
+                "RUN_ID` stops it sooner)",
+                type=failure_types.INVALID_ARGUMENT,
+                non_retryable=True,
+            )
+
     def close(self) -> None:
         self._chain.state.closing = True
 
