@@ -9,6 +9,8 @@ import pytest
 
 from stalwart.activities.tools import ToolArgumentsError, ToolContext, tool
 from stalwart.activities.tools.builtin import INLINE_MAX_CHARS, calculator
+from stalwart.activities.tools.registry import ToolDefinitionError
+from stalwart.workers.plugin import default_tool_registry
 
 
 @tool
@@ -112,3 +114,45 @@ async def test_calculator_works_out_a_long_expression_in_a_thread(monkeypatch):
     expression = " + ".join(["1"] * (INLINE_MAX_CHARS // 4 + 1))
     result = await calculator({"expression": expression}, ToolContext(idempotency_key="k", call_id="c"))
     assert (result, threaded) == (str(INLINE_MAX_CHARS // 4 + 1), [(expression,)])
+
+
+def test_a_lambda_is_refused_saying_to_name_it():
+    with pytest.raises(ToolDefinitionError, match="'<lambda>': a lambda has no name of its own") as refused:
+        tool(lambda query: query)
+    assert '@tool(name="...")' in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["has space!", "kb.search", "", "x" * 65, "café"])
+def test_a_name_model_providers_refuse_is_refused_where_the_tool_is_defined(name):
+    with pytest.raises(ToolDefinitionError, match="1-64 letters, digits, '_' or '-'") as refused:
+        tool(name=name)(lambda: 1)
+    assert repr(name) in str(refused.value) and '@tool(name="...")' in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["get-weather_2", "_private", "x" * 64])
+def test_a_name_of_up_to_64_letters_digits_underscores_and_dashes_is_taken(name):
+    assert tool(name=name)(lambda: 1).name == name
+
+
+def test_every_built_in_tool_has_a_name_model_providers_take():
+    assert default_tool_registry().names() == ["calculator", "echo", "http_get", "read_file"]
+
+
+class Service:
+    def __init__(self) -> None:
+        self.factor = 2
+
+    def times(self, n: int) -> int:
+        """Multiply by the service's factor."""
+        return n * self.factor
+
+
+def test_a_method_taken_from_its_class_is_refused_saying_to_pass_an_instances():
+    with pytest.raises(ToolDefinitionError, match="parameter `self`") as refused:
+        tool(Service.times)
+    assert "tool(instance.times)" in str(refused.value)
+
+
+def test_an_instances_method_is_a_tool_without_self():
+    spec = tool(Service().times).spec()
+    assert (spec.name, list(spec.parameters["properties"])) == ("times", ["n"])

@@ -48,7 +48,8 @@ class ToolArgumentsError(UsageError):
 
 
 class ToolDefinitionError(UsageError, ValueError):
-    """A tool defined or registered in a way that cannot work (a timeout out of range, two tools of one name)."""
+    """A tool defined or registered in a way that cannot work (a timeout out of range, two tools of one name, a name a
+    model provider refuses)."""
 
 
 class ToolSignatureError(ToolDefinitionError, TypeError):
@@ -158,12 +159,16 @@ def tool(
                 f"@tool {label}={seconds!r}: give a number of seconds above 0 and at most {MAX_SECONDS:,} (5 years); "
                 "Temporal holds no longer timeout"
             )
+    if name is not None:
+        _check_name(name)
 
     def wrap(fn: Callable[..., Any]) -> Tool:
+        _refuse_unbound_method(fn)
+        tool_name = name if name is not None else _check_name(fn.__name__)
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
         model, context_parameter = _arguments_model(fn, arg_docs)
         return Tool(
-            name=name or fn.__name__,
+            name=tool_name,
             description=description or summary,
             function=fn,
             arguments=model,
@@ -177,6 +182,36 @@ def tool(
         )
 
     return wrap(function) if function is not None else wrap
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""The tool names OpenAI and Anthropic accept: a name outside it is refused by the provider only when a run calls the
+model, so it is refused here, where the tool is defined."""
+
+
+def _check_name(name: object) -> str:
+    """`name` if a model provider accepts it as a tool's name; else a `ToolDefinitionError` saying how to name it."""
+    if isinstance(name, str) and _TOOL_NAME.fullmatch(name):
+        return name
+    why = "a lambda has no name of its own: " if name == "<lambda>" else ""
+    raise ToolDefinitionError(
+        f"tool name {name!r}: {why}a model can call a tool named with 1-64 letters, digits, '_' or '-' only; "
+        'name it with @tool(name="...") (or tool(fn, name="..."))'
+    )
+
+
+def _refuse_unbound_method(fn: Callable[..., Any]) -> None:
+    """Refuse a method taken from its class (`tool(Service.method)`): its `self` would be shown to the model as a
+    parameter to fill, and the tool could not be called with an instance."""
+    qualified = getattr(fn, "__qualname__", "").split(".")
+    if not inspect.isfunction(fn) or len(qualified) < 2 or qualified[-2] == "<locals>":
+        return  # a bound method, a module's function or a function nested in another
+    first = next(iter(inspect.signature(fn).parameters.values()), None)
+    if first is not None and first.name == "self":
+        raise ToolDefinitionError(
+            f"tool {fn.__qualname__}: a method taken from its class would show the model a parameter `self`; pass "
+            f"the method of an instance (`tool(instance.{fn.__name__})`) or a function"
+        )
 
 
 KindHandler = Callable[[ToolSpec, dict[str, Any], ToolContext], Awaitable[Any]]
