@@ -324,28 +324,55 @@ class RedactedStream:
 
     Each piece costs the redaction of the text not yet settled, not of everything so far: text up to a point no
     secret can straddle (no ending of it is the start of one) redacts the same whatever follows, so it is settled.
+    `extend` says what a piece changed in those terms too, so a long answer in many small pieces costs each piece
+    its own length, not the length of the text so far; `shown` joins the text only when asked.
     """
 
     def __init__(self) -> None:
-        self._settled = ""
-        """The shown text of every piece up to the last point no secret could straddle."""
+        self._settled: list[str] = []
+        """The shown text of every piece up to the last point no secret could straddle, in parts (joined when shown)."""
         self._open = ""
         """The text as written since that point: it never leaves the worker unredacted."""
-        self.shown = ""
+        self._tail = ""
+        """What may be shown of `_open`."""
+        self.length = 0
+        """How long `shown` is."""
+        self._joined: str | None = ""
+
+    @property
+    def shown(self) -> str:
+        """The text that may be shown now."""
+        if self._joined is None:
+            settled = "".join(self._settled)
+            self._settled = [settled] if settled else []
+            self._joined = settled + self._tail
+        return self._joined
 
     def add(self, piece: str) -> str:
         """Take the next piece; returns the text that may be shown now (`shown`)."""
-        self._open += piece
-        if _pending(self._open):
-            tail = redact(self._open, partial_tail=True)
-        else:
-            tail = redact(self._open)
-            if held := _pending(tail):  # text ending where a secret starts, once another secret is replaced
-                tail = tail[:-held]
-            else:
-                self._settled, self._open, tail = self._settled + tail, "", ""
-        self.shown = self._settled + tail
+        self.extend(piece)
         return self.shown
+
+    def extend(self, piece: str) -> tuple[int, str] | None:
+        """Take the next piece; returns what it changed: `shown` now keeps its first `at` characters (all of them
+        but for secrets that overlap each other) and goes on with `text`. None when it changed nothing."""
+        self._open += piece
+        before, settled = self._tail, self.length - len(self._tail)
+        if _pending(self._open):
+            after = self._tail = redact(self._open, partial_tail=True)
+        else:
+            after = redact(self._open)
+            if held := _pending(after):  # text ending where a secret starts, once another secret is replaced
+                after = self._tail = after[:-held]
+            else:
+                self._settled.append(after)
+                self._open = self._tail = ""
+        same = len(before) if after.startswith(before) else len(os.path.commonprefix([before, after]))
+        if same == len(before) == len(after):
+            return None
+        self.length = settled + len(after)
+        self._joined = None
+        return settled + same, after[same:]
 
 
 def contains_secret(text: str) -> bool:

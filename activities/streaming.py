@@ -14,7 +14,6 @@ liveness signal the heartbeat timeout needs. The SDK throttles heartbeats;
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -82,8 +81,10 @@ class AnswerPublisher:
         attempt: int | None = None,
     ) -> None:
         self._progress = StreamProgress(step=step)
-        """What subscribers may be shown: `text` is the redacted text so far."""
+        """What subscribers were last shown (`text` is set when published; `_text()` is the text so far)."""
         self._redacted = secrets.RedactedStream()
+        self._changed = False
+        """Whether the text changed since it was last published."""
         self._publish = publish
         self._push = push if push is not None else stream_broker.publisher()
         self._attempt = attempt if attempt is not None else stream_broker.current_attempt()
@@ -98,12 +99,11 @@ class AnswerPublisher:
             return
         if self._hold:
             return  # nothing of a held turn is published
-        before, now = self._progress.text, self._redacted.add(delta)
-        if now == before:
+        change = self._redacted.extend(delta)  # the change only: a delta costs its own length, not the text's
+        if change is None:
             return  # held back: it may be the start of a secret
-        at = len(os.path.commonprefix([before, now]))  # all of `before`, but for secrets that overlap each other
-        self._progress = self._progress.model_copy(update={"text": now})
-        self._push_chunk(at=at, text=now[at:])
+        self._changed = True
+        self._push_chunk(at=change[0], text=change[1])
         self.chunk()
 
     def tool_call(self) -> None:
@@ -112,7 +112,8 @@ class AnswerPublisher:
         if self._hold:  # nothing of this turn was published: nothing to retract
             self._progress = self._progress.model_copy(update={"retracted": True})
             return
-        self._progress = self._progress.model_copy(update={"text": "", "retracted": True})
+        self._progress = self._progress.model_copy(update={"retracted": True})
+        self._changed = True
         if self._pushed:
             self._push_chunk(retracted=True)
         self.flush_if_shown_differs()
@@ -124,7 +125,7 @@ class AnswerPublisher:
         keepalive's job. (A heartbeat for the stream's first, empty event used to spend the SDK's first
         unthrottled heartbeat, so the first words waited out the throttle.)
         """
-        if self._progress.text == self._shown:
+        if not self._differs():
             return
         wait = PUBLISH_EVERY_SECONDS - (time.monotonic() - self._published_at)
         if not self._shown or wait <= 0:
@@ -135,14 +136,31 @@ class AnswerPublisher:
     def flush(self) -> None:
         self._cancel_later()
         self._published_at = time.monotonic()
+        if self._changed:
+            self._progress = self._progress.model_copy(update={"text": self._text()})
+            self._changed = False
         self._shown = self._progress.text
         self._publish(self._progress)
 
     def flush_if_shown_differs(self) -> None:
         """Publish only what a client would see change: a turn that never showed text needs no heartbeat to say so."""
         self._later = None
-        if self._progress.text != self._shown:
+        if self._differs():
             self.flush()
+
+    def _text(self) -> str:
+        """The text subscribers may be shown now: joined only to be published, not at every delta."""
+        return "" if self._progress.retracted else self._redacted.shown
+
+    def _differs(self) -> bool:
+        """Whether the text differs from what was last published (compared whole only when the lengths match)."""
+        if not self._changed:
+            return False
+        length = 0 if self._progress.retracted else self._redacted.length
+        if length != len(self._shown) or self._text() != self._shown:
+            return True
+        self._changed = False
+        return False
 
     def close(self) -> None:
         """The turn is over: drop text waiting for the interval, which the activity's result carries, and tell
