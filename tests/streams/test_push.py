@@ -208,14 +208,15 @@ async def test_offsets_keep_increasing_across_continue_as_new_and_each_answer_is
         session = await stalwart_client.start_session(spec)
         opened.append(session.run_id)
         events = feed.events(session.run_id, Offset())
-        seen: list[tuple[Offset, FeedEvent]] = []
+        seen: list[tuple[Offset, FeedEvent]] = [await anext(events)]  # the session's state: its watcher is up
+        while (source := feed.source(session.run_id)) is None or not source.connected:
+            await asyncio.sleep(0.02)  # subscribed before the first answer, however slowly this machine connects
         for n, text in enumerate(answers):
             await session.post(f"q{n}")
             async for offset, event in events:
                 seen.append((offset, event))
                 if event.kind == "step" and event.data["record"]["content"] == text:
                     break
-        source = feed.source(session.run_id)
         histories = await stalwart_client.get(session.run_id).histories()
         await feed.close()
     assert len(histories) >= 2, "the session did not continue as new"
@@ -225,7 +226,7 @@ async def test_offsets_keep_increasing_across_continue_as_new_and_each_answer_is
     assert steps == [text for n, answer in enumerate(answers) for text in (f"q{n}", answer)]
     for answer in answers:
         assert answer in "".join(e.data["text"] for _, e in seen if e.kind == "delta")
-    assert source is not None and source.chunks > 0
+    assert source.chunks > 0
 
 
 async def test_a_worker_without_the_push_channel_is_followed_by_polling(
