@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import contextvars
 import json
@@ -52,7 +53,8 @@ class _Channel:
 
     live: dict[int, StreamChunk] = field(default_factory=dict)
     """Each step's text so far (`at=0`), as of the chunks already sent: what a new subscriber is sent first."""
-    pending: list[StreamChunk] = field(default_factory=list)
+    pending: collections.deque[StreamChunk] = field(default_factory=collections.deque)
+    """Chunks published and not yet sent, oldest first: a model that writes faster than they are encoded queues many."""
     subscribers: set[asyncio.Queue[bytes | None]] = field(default_factory=set)
     sender: asyncio.Task[None] | None = None
 
@@ -133,7 +135,7 @@ class StreamBroker:
 
     async def _send(self, run_id: str, channel: _Channel) -> None:
         while channel.pending:
-            chunk = channel.pending.pop(0)
+            chunk = channel.pending.popleft()
             line = await self._encode(chunk)
             apply_chunk(channel.live, chunk)
             for queue in list(channel.subscribers):
