@@ -24,19 +24,18 @@ _C = TypeVar("_C", bound=type)
 class UnknownRun(RunNotFound, RPCError):
     """No run or session of that id (or it is gone): `RunNotFound`, and the SDK's `RPCError` (NOT_FOUND) it was."""
 
-    def __init__(self, err: RPCError) -> None:
+    def __init__(self, err: RPCError, said: str) -> None:
         RPCError.__init__(self, err.message, err.status, err.raw_grpc_status)
-        # What to do next, as every StalwartError says it; `.message` stays the server's words.
-        self.args = (str(explained(err)),)
+        self.args = (said,)  # what to do next, as every StalwartError says it; `.message` stays the server's words
 
 
-def _unknown_run(err: RPCError) -> bool:
-    """Whether `err` says the run is unknown (not yet named so); a namespace that is not there is another thing."""
-    return (
-        err.status == RPCStatusCode.NOT_FOUND
-        and not isinstance(err, UnknownRun)
-        and isinstance(explained(err), RunNotFound)
-    )
+def _as_unknown_run(err: RPCError) -> UnknownRun | None:
+    """`err` as `UnknownRun` when it says the run is unknown (and is not one yet); a namespace that is not there, or
+    any other refusal, is None: raised as it came."""
+    if err.status != RPCStatusCode.NOT_FOUND or isinstance(err, UnknownRun):
+        return None
+    named = explained(err)
+    return UnknownRun(err, str(named)) if isinstance(named, RunNotFound) else None
 
 
 def naming_unknown_runs(cls: _C) -> _C:
@@ -57,9 +56,9 @@ def _coroutine(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return await method(*args, **kwargs)
         except RPCError as err:
-            if not _unknown_run(err):
+            if (named := _as_unknown_run(err)) is None:
                 raise
-            raise UnknownRun(err) from err
+            raise named from err
 
     return naming
 
@@ -71,8 +70,8 @@ def _generator(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., Async
             async for item in method(*args, **kwargs):
                 yield item
         except RPCError as err:
-            if not _unknown_run(err):
+            if (named := _as_unknown_run(err)) is None:
                 raise
-            raise UnknownRun(err) from err
+            raise named from err
 
     return naming
