@@ -14,7 +14,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run import AgentResult
     from stalwart.workflows import AgentWorkflow
-    from stalwart.workflows.agent import NO_INPUT
+    from stalwart.workflows.arguments import NO_INPUT
 
 
 @workflow.defn(name="AgentWorkflow")

@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run import AgentResult, StopReason
     from stalwart.contracts.run_input import TurnInProgress
     from stalwart.workflows import AgentWorkflow
-    from stalwart.workflows.agent import NO_INPUT
+    from stalwart.workflows.arguments import NO_INPUT
 
 PATCH_ID = "summarise-turn"
 SUMMARY_ACTIVITY = "summarise_turn"

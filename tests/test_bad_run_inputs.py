@@ -76,3 +76,15 @@ async def test_no_input_at_all_fails_the_run_at_once(time_skipping_env, task_que
     async with worker_with():
         message = await _failure(time_skipping_env, task_queue)
     assert "invalid run input" in message
+
+
+@pytest.mark.parametrize("count", [2, 3])
+async def test_a_start_with_more_than_one_input_fails_the_run_at_once_naming_the_count(
+    time_skipping_env, task_queue, worker_with, count
+):
+    # `temporal workflow start --input A --input B`: the SDK handed both to `__init__`, whose TypeError failed every
+    # workflow task until the run was terminated.
+    good = {"agent": {"name": "calc"}, "goal": "g"}
+    async with worker_with():
+        message = await _failure(time_skipping_env, task_queue, *[good] * count)
+    assert f"started with {count} inputs, not one" in message

@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.run_input import TurnInProgress, missing_goal
     from stalwart.workflows import approvals, arguments, conversation, deadlines, patches, policies, telemetry, turns
     from stalwart.workflows.approvals import ApprovalGate
-    from stalwart.workflows.arguments import NO_INPUT, run_input
     from stalwart.workflows.chain import Chain, ContinueAsNew
     from stalwart.workflows.failures import innermost_message
     from stalwart.workflows.inbox import Inbox, message_text
@@ -64,14 +63,15 @@ class AgentWorkflow:
             build_contracts()
 
     @workflow.init
-    def __init__(self, raw_input: RawValue = NO_INPUT) -> None:
-        self._input, self._invalid = run_input(raw_input)  # decoded here, so a bad one fails the run at once
+    @arguments.one_input
+    def __init__(self, raw_input: RawValue = arguments.NO_INPUT) -> None:
+        self._input, self._invalid = arguments.run_input(raw_input)  # decoded here, so a bad one fails the run at once
         self._agent = self._input.agent
         self._chain = Chain(self._input, workflow.now())
-        self._approvals = ApprovalGate(
-            self._agent, on_change=lambda waiting: self._visibility.approvals_changed(waiting)
+        self._approvals = ApprovalGate(self._agent, on_change=lambda waits: self._visibility.approvals_changed(waits))
+        self._visibility: Visibility = Visibility(
+            self._input, self._chain, awaiting_approval=lambda: bool(self._approvals.pending)
         )
-        self._visibility = Visibility(self._input, self._chain, awaiting_approval=lambda: bool(self._approvals.pending))
         self._inbox = Inbox(self._input, self._chain, self._visibility)
         self._model = ModelStep(self._agent, self._chain, self._visibility)
         self._tool_calls = ToolCalls(self._input, self._chain, self._approvals)
@@ -82,7 +82,8 @@ class AgentWorkflow:
     # -- the run ---------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
+    @arguments.one_input
+    async def run(self, raw_input: RawValue = arguments.NO_INPUT) -> AgentResult:
         input = self._input
         if self._invalid is not None:
             raise ApplicationError(self._invalid, type=failure_types.INVALID_RUN_INPUT, non_retryable=True)

@@ -11,9 +11,12 @@ task forever; decoded by the workflow, the run fails at once, saying what is wro
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import json
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
@@ -30,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows import interactions
 
 _T = TypeVar("_T")
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 NO_ARGUMENT = RawValue(Payload())
 """What a handler gets when the caller sent no argument at all."""
@@ -60,9 +64,44 @@ INPUT_SCHEMA_HINT = (
 )
 
 
-def run_input(raw: RawValue) -> tuple[ContinuedRunInput, str | None]:
+@dataclass(frozen=True)
+class InputCount:
+    """What `__init__` and `run` are handed instead of the input when a start sent more than one (`one_input`)."""
+
+    count: int
+
+
+def one_input(method: _Method) -> _Method:
+    """The workflow's `__init__` or `run`, handed an `InputCount` when a start sent more than one input.
+
+    The SDK calls both with the start's inputs as they came (`temporal workflow start --input A --input B`): one too
+    many was a `TypeError` before any code of ours ran, and failed every workflow task until the run was terminated.
+    The signature the SDK reads through the wrapper is `method`'s own, so the one input still comes as a `RawValue`.
+    """
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def running(self: object, *inputs: object) -> Any:
+            return await method(self, *_one(inputs))
+
+        return cast(_Method, running)
+
+    @functools.wraps(method)
+    def starting(self: object, *inputs: object) -> Any:
+        return method(self, *_one(inputs))
+
+    return cast(_Method, starting)
+
+
+def _one(inputs: tuple[object, ...]) -> tuple[object, ...]:
+    return (InputCount(len(inputs)),) if len(inputs) > 1 else inputs
+
+
+def run_input(raw: RawValue | InputCount) -> tuple[ContinuedRunInput, str | None]:
     """The run's input, or a stand-in and the reason it is not one."""
     stand_in = ContinuedRunInput(agent=AgentSpec(name="invalid-input"), goal="")
+    if isinstance(raw, InputCount):
+        return stand_in, f"invalid run input: the run was started with {raw.count} inputs, not one; {INPUT_SCHEMA_HINT}"
     if not raw.payload.metadata:
         return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
     try:
