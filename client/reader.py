@@ -282,8 +282,8 @@ class RunReader:
             return None
         if not description.completed:
             raise RunWithoutResult(
-                f"run {self.run_id} ended {description.status_name} without a result; "
-                f"`temporal workflow show -w {self.run_id}` shows why"
+                f"run {self.run_id} ended {description.status_name} without a result{await self._why_closed()}; "
+                f"`temporal workflow show -w {self.run_id}` shows its history"
             )
         run_input, result = await self._first_input(RunHeading), await self._recorded_result()
         return RunState(
@@ -299,6 +299,18 @@ class RunReader:
             turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
             metrics=result.metrics,
         )
+
+    async def _why_closed(self) -> str:
+        """What the event that closed the run without a result says of why (a failure's message, a termination's
+        reason), after a colon; empty when it says nothing."""
+        async for event in self.history_events(close_event=True):
+            if event.HasField("workflow_execution_failed_event_attributes"):
+                failure = await self._converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+                why = getattr(failure, "message", None) or str(failure)
+            else:
+                why = event.workflow_execution_terminated_event_attributes.reason
+            return f": {why}" if why else ""
+        return ""
 
     async def _recorded_result(self) -> AgentResult:
         """The result a completed run recorded, its earlier steps joined back from storage."""

@@ -10,10 +10,13 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
 from stalwart.client.api import StalwartClient
+from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import build_worker
 
@@ -122,11 +125,25 @@ def test_run_json_prints_only_the_result_as_json_on_stdout(tmp_path):
 @pytest.mark.slow
 async def test_show_of_a_terminated_run_says_it_has_no_result_without_a_traceback(dev_env, task_queue):
     handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(AGENTS_DIR / "calculator.toml", "2+2?")
-    await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="test")
+    await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="stuck on a test")
     show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=dev_env.address)
     assert show.returncode == 1
-    assert show.stderr.startswith(f"error: run {handle.run_id} ended terminated without a result")
+    assert show.stderr.startswith(f"error: run {handle.run_id} ended terminated without a result: stuck on a test;")
     assert "Traceback" not in show.stderr
+
+
+@pytest.mark.slow
+async def test_show_of_a_run_that_failed_says_why_it_failed(dev_env, task_queue):
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        started = await dev_env.client.start_workflow(
+            WORKFLOW_TYPE, args=[{"goal": "no agent"}], id=f"no-agent-{uuid.uuid4().hex[:6]}", task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError):
+            await started.result()
+    show = await asyncio.to_thread(stalwart, "show", started.id, address=dev_env.address)
+    assert show.returncode == 1
+    assert show.stderr.startswith(f"error: run {started.id} ended failed without a result: invalid run input:")
+    assert "agent;   Field required" in show.stderr
 
 
 @pytest.mark.slow
