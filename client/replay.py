@@ -229,6 +229,13 @@ def read_history(path: Path) -> WorkflowHistory:
     if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
         # The replayer waits forever on a history that does not start a workflow.
         raise HistoryFileError(f"{path}: not a workflow history: its first event does not start a workflow run; {fix}")
+    out_of_place = next((n for n, event in enumerate(history.events, 1) if event.event_id != n), None)
+    if out_of_place is not None:
+        # The SDK core panics on such a history, and the replayer then waits forever for its answer.
+        raise HistoryFileError(
+            f"{path}: not a whole workflow history: its events must be numbered 1, 2, 3... in order, and in place of "
+            f"event {out_of_place} is {_numbered(history.events[out_of_place - 1])}; {fix}, unedited"
+        )
     started = history.events[0].workflow_execution_started_event_attributes
     if not (isinstance(record, dict) and "workflowId" in record) and started.workflow_id:
         history = WorkflowHistory(started.workflow_id, history.events)
@@ -240,6 +247,15 @@ def read_history(path: Path) -> WorkflowHistory:
             f"checks Stalwart's runs only; leave it out, or replay it with its own workflow's Replayer"
         )
     return history
+
+
+def _numbered(event: HistoryEvent) -> str:
+    """How an event out of place is numbered: the file says which event is missing, repeated or moved."""
+    return (
+        f"event {event.event_id} ({_event_type(event)})"
+        if event.event_id
+        else f"an event without a number ({_event_type(event)})"
+    )
 
 
 async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (AgentWorkflow,)) -> list[ReplayOutcome]:
@@ -257,7 +273,8 @@ async def replaying_files(
     for path in history_files(paths):
         history = read_history(path)
         beside = path.parent / STORAGE_FOLDER
-        storage = StorageConfig(local_root=beside) if beside.is_dir() else None
+        # Resolved: a folder named relative to here (`stalwart replay histories/`) is still the same folder.
+        storage = StorageConfig(local_root=beside.resolve()) if beside.is_dir() else None
         yield await _replay(history, path.name, storage, workflows)
 
 

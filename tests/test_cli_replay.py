@@ -17,9 +17,10 @@ from stalwart.client.api import StalwartClient
 from stalwart.client.connection import connect
 from stalwart.client.replay import STORAGE_FOLDER, chain_histories, export_run, replay_files, replay_live
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, SessionSettings
+from stalwart.testing import replay_histories
 from stalwart.workers.worker import build_worker
 
-from support.repo_paths import AGENTS_DIR
+from support.repo_paths import AGENTS_DIR, REPO
 
 
 @pytest.mark.slow
@@ -196,3 +197,29 @@ async def test_a_history_without_its_stored_payloads_is_unreadable_not_a_diverge
     [outcome] = await replay_files([exported])
     assert not outcome.ok and outcome.divergence is None
     assert outcome.unreadable is not None and f"{STORAGE_FOLDER}/" in outcome.unreadable
+
+
+@pytest.mark.slow
+async def test_a_folder_named_relative_to_here_replays_with_the_stored_payloads_beside_its_files(
+    dev_env, task_queue, tmp_path, monkeypatch
+):
+    """`stalwart replay histories/` refused the folder once it held a `storage/` folder: "StorageConfig.local_root
+    'histories/storage' is relative", nothing replayed; named absolute, the same folder replayed ok."""
+    _keyless(monkeypatch)
+    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))
+    monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
+    storing = await connect(dev_env.address, from_config=False)  # the workers' converter: it stores large payloads
+    agent = AgentSpec(name="long", scripted=[ScriptedReply(text="read it " * 600)])
+    async with build_worker(storing, task_queue=task_queue):
+        handle = await StalwartClient(storing, task_queue=task_queue).start(agent, "a goal")
+        await handle.result()
+    await export_run(storing, handle.run_id, tmp_path / "histories")
+    assert (tmp_path / "histories" / STORAGE_FOLDER).is_dir(), "the answer was stored outside history"
+    monkeypatch.delenv("STALWART_STORAGE")  # the payloads are read from beside the files, nowhere else
+    monkeypatch.chdir(tmp_path)
+
+    [outcome] = await replay_histories("histories")
+    assert outcome.ok
+    replayed = stalwart("replay", os.path.relpath(tmp_path / "histories", REPO))  # run from the repository
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith("ok  ")

@@ -198,3 +198,38 @@ def test_replay_of_a_run_id_instead_of_a_file_says_how_to_replay_the_live_run(tm
     assert main(["replay", "calc-chat"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("error: calc-chat: cannot be read") and """--query 'WorkflowId="calc-chat"'""" in err, err
+
+
+def _events_out_of_order(folder: Path, shape: str) -> Path:
+    """The recorded calculator run with its events 2 and 3 swapped, event 7 repeated, or event 7 left out."""
+    record = json.loads(RECORDED.read_text())
+    events = record["events"]
+    if shape == "swapped":
+        events[1], events[2] = events[2], events[1]
+    elif shape == "repeated":
+        events.insert(7, events[6])
+    else:
+        del events[6]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{shape}.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("shape", "said"),
+    [
+        ("swapped", "in place of event 2 is event 3 (WorkflowTaskStarted)"),
+        ("repeated", "in place of event 8 is event 7"),
+        ("missing", "in place of event 7 is event 8"),
+    ],
+)
+def test_a_history_whose_events_are_out_of_order_is_refused_naming_the_first_out_of_place(
+    tmp_path, capsys, shape, said
+):
+    """Events 2 and 3 swapped made the SDK core panic, and the replay then waited forever (SIGTERM too)."""
+    path = _events_out_of_order(tmp_path, shape)
+    assert main(["replay", str(path)]) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {path}: not a whole workflow history"), err
+    assert said in err and "Traceback" not in err, err
