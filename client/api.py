@@ -251,6 +251,7 @@ class SessionHandle(RunHandle):
         Raises `WorkflowUpdateFailedError` naming the problem when the session refuses the
         message (empty, too long, or the session is closed).
         """
+        _output_spec(output_type)  # a type that cannot be read is refused before the message goes
         try:
             turn = await retrying_while_continuing(
                 lambda: self._handle.execute_update("send", message, result_type=SendResult)
@@ -284,6 +285,12 @@ def _spec(agent: AgentSpec | str | Path) -> AgentSpec:
     from stalwart.client.agent_files import load_agent  # 15 ms that `send`, `approve` and `show` do without
 
     return load_agent(agent)
+
+
+def _output_spec(output_type: Any) -> OutputSpec | None:
+    """The output spec of `output_type`, or None without one; `OutputTypeError` for a type pydantic builds no JSON
+    Schema for, raised before a run starts or a message goes rather than once the answer is read."""
+    return None if output_type is None else OutputSpec.for_type(output_type)
 
 
 def _address(client: Client) -> str | None:
@@ -349,8 +356,9 @@ class StalwartClient:
         An agent without `[output]` is given one for `output_type`, as `execute_agent` does: the model is told the
         type and held to its schema. Raises `OutputNotOfType` for an answer that fits the schema but not the type."""
         spec = _spec(agent)
-        if output_type is not None and spec.output is None:
-            spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
+        output = _output_spec(output_type)
+        if output is not None and spec.output is None:
+            spec = spec.model_copy(update={"output": output})
         return await (await self.start(spec, goal, inputs=inputs)).result(output_type=output_type)
 
     def get(self, run_id: str) -> RunHandle:
@@ -399,6 +407,7 @@ class StalwartClient:
         if agent is None:
             return await self.session(session_id).send(message, output_type=output_type)
         spec = _spec(agent)
+        _output_spec(output_type)
         if (problem := message_problem(message, spec)) is not None:  # the session would refuse it: say so first
             raise InvalidRunInput(problem)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, PydanticUserError, TypeAdapter, ValidationError
 
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.messages import StoredContent, TranscriptRef, Usage
@@ -205,11 +205,17 @@ class AgentResult(Contract):
     def output_as(self, tp: type[_T]) -> _T:
         """`output` as an instance of `tp` (a pydantic model, a dataclass, `list[int]` ...), validated by pydantic.
 
-        Raises `OutputNotOfType` when the answer, valid against the agent's JSON Schema, does not fit `tp`."""
+        Raises `OutputNotOfType` when the answer, valid against the agent's JSON Schema, does not fit `tp`, and
+        `OutputTypeError` when `tp` is no type pydantic validates."""
         try:
             return TypeAdapter(tp).validate_python(self.output)
-        except ValidationError as err:
-            raise OutputNotOfType(tp, err) from err
+        except (ValidationError, PydanticUserError) as err:
+            from stalwart.contracts.output_schema import schema_of
+
+            schema_of(tp)  # `OutputTypeError` for a type no answer can fit (a `Callable`, an instance)
+            if isinstance(err, ValidationError):
+                raise OutputNotOfType(tp, err) from err
+            raise
 
     def with_output_as(self, tp: type[Any] | None) -> AgentResult:
         """This result with `output` as an instance of `tp` (see `output_as`); itself without a type or an output."""

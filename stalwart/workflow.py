@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.agent import MAX_SECONDS, AgentSpec, OutputSpec, unknown_tool_names
     from stalwart.contracts.errors import UsageError
+    from stalwart.contracts.output_schema import OutputTypeError
     from stalwart.contracts.run import AgentResult, OutputNotOfType
     from stalwart.contracts.run_input import RunInput, goal_problem, missing_goal
     from stalwart.contracts.start_options import start_metadata
@@ -201,8 +202,9 @@ async def start_agent(
     if wrong:
         raise ApplicationError(wrong, type=INVALID_AGENT_CALL, non_retryable=True)
     spec = agent
-    if output_type is not None and spec.output is None:
-        spec = spec.model_copy(update={"output": OutputSpec.for_type(output_type)})
+    output = _output_of(output_type)
+    if output is not None and spec.output is None:
+        spec = spec.model_copy(update={"output": output})
     problem = missing_goal(goal, session=session) or goal_problem(goal, spec) or unknown_tool_names(spec)
     if problem:
         raise ApplicationError(problem, type=INVALID_AGENT_CALL, non_retryable=True)
@@ -231,7 +233,20 @@ def get_agent(id: str, *, output_type: type[T] | None = None) -> AgentHandle[T]:
     Awaiting it waits in an activity of `StalwartPlugin`; messages and `close` go as signals, `cancel` as a
     cancellation request."""
     _inside_a_workflow("get_agent", "`StalwartClient.get(id)`")
+    _output_of(output_type)
     return AgentHandle(id, output_type, None)
+
+
+def _output_of(output_type: type[Any] | None) -> OutputSpec | None:
+    """The output spec of `output_type`, checked before anything starts: a type pydantic builds no JSON Schema for
+    (a `Callable`, an instance, a plain class) fails the caller's workflow with `INVALID_AGENT_CALL`, rather than
+    its workflow task again and again, or the call once the agent has answered."""
+    if output_type is None:
+        return None
+    try:
+        return OutputSpec.for_type(output_type)
+    except (OutputTypeError, ValueError) as err:  # ValueError: pydantic's ValidationError of the schema it made
+        raise ApplicationError(str(err), type=INVALID_AGENT_CALL, non_retryable=True) from None
 
 
 def workflow_deadline() -> datetime | None:

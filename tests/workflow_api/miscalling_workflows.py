@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -10,7 +11,7 @@ from temporalio import workflow
 from stalwart.workflow import execute_agent
 
 with workflow.unsafe.imports_passed_through():
-    from stalwart.contracts.agent import AgentSpec, ScriptedReply
+    from stalwart.contracts.agent import AgentSpec, OutputSpec, ScriptedReply
     from stalwart.contracts.run import AgentResult
 
 
@@ -23,6 +24,17 @@ WRONG_CALLS: dict[str, dict[str, Any]] = {
     "agent as a path": {"agent": "agents/calculator.toml", "goal": "go"},
     "goal as a number": {"goal": 42},
     "inputs not JSON": {"goal": "go", "inputs": {"when": object()}},
+    "output type without a schema": {"goal": "go", "output_type": Callable[[int], int]},
+    "output type without a schema, for a typed agent": {
+        "agent": AgentSpec(
+            name="typed",
+            output=OutputSpec.model_validate({"schema": {"type": "integer"}}),
+            scripted=[ScriptedReply(text="4")],
+        ),
+        "goal": "go",
+        "output_type": Callable[[int], int],
+    },
+    "output type an instance": {"goal": "go", "output_type": 5},
 }
 """execute_agent's arguments by case; a case without `agent` passes a valid one."""
 

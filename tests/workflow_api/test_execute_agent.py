@@ -245,6 +245,18 @@ async def test_inputs_that_are_not_json_fail_the_workflow_naming_the_input(
 
 
 @pytest.mark.parametrize(
+    "case",
+    ["output type without a schema", "output type without a schema, for a typed agent", "output type an instance"],
+)
+async def test_an_output_type_pydantic_cannot_read_fails_the_workflow_saying_so(
+    time_skipping_env: WorkflowEnvironment, task_queue, case
+):
+    refusal = await _refusal(time_skipping_env.client, task_queue, case)
+    assert "cannot be an agent's output: " in refusal.message
+    assert ("pydantic builds no JSON Schema for it" in refusal.message) != ("an instance" in case)
+
+
+@pytest.mark.parametrize(
     ("call", "instead"),
     [
         (lambda: execute_agent(calculator_agent(), "go"), "StalwartClient.run"),

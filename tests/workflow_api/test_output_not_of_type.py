@@ -4,6 +4,7 @@ the caller reads `OutputNotOfType` saying why; its workflow fails with it (not i
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -12,8 +13,9 @@ from temporalio.worker import Worker
 from typed_workflows import AskForAnEvenCount, EvenCount
 
 from stalwart import StalwartClient, StalwartPlugin
-from stalwart.contracts.agent import AgentSpec, ScriptedReply
-from stalwart.contracts.errors import RunFailed
+from stalwart.contracts.agent import AgentSpec, OutputSpec, ScriptedReply
+from stalwart.contracts.errors import RunFailed, UsageError
+from stalwart.contracts.output_schema import OutputTypeError
 from stalwart.contracts.run import OutputNotOfType
 from stalwart.workers.worker import build_worker
 
@@ -64,3 +66,23 @@ async def test_a_client_run_gives_an_agent_without_an_output_one_for_the_type_as
     async with build_worker(time_skipping_env.client, task_queue=task_queue):
         result = await stalwart.run(counting('{"n": 8}'), "Count.", output_type=EvenCount)
     assert result.output == EvenCount(n=8)
+
+
+async def test_a_client_run_with_a_type_pydantic_cannot_read_is_refused_before_it_starts(time_skipping_env, task_queue):
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    typed = counting("4").model_copy(update={"output": OutputSpec.for_type(int)})
+    with pytest.raises(OutputTypeError) as refused:  # no worker: a run that started would never end
+        await stalwart.run(typed, "Count.", output_type=5)
+    assert isinstance(refused.value, UsageError) and "5 cannot be an agent's output" in str(refused.value)
+
+
+async def test_reading_a_result_as_a_type_pydantic_cannot_read_says_so(time_skipping_env, task_queue):
+    stalwart = StalwartClient(time_skipping_env.client, task_queue=task_queue)
+    async with build_worker(time_skipping_env.client, task_queue=task_queue):
+        handle = await stalwart.start(
+            counting('{"n": 4}').model_copy(update={"output": OutputSpec.for_type(EvenCount)}), "Count."
+        )
+        with pytest.raises(OutputTypeError) as refused:
+            await handle.result(output_type=Callable[[int], int])
+        assert (await handle.result()).output == {"n": 4}  # the run's answer is kept, to read as another type
+    assert "pydantic builds no JSON Schema for it" in str(refused.value)
