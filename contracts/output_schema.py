@@ -15,6 +15,8 @@ import difflib
 import json
 import math
 import re
+import reprlib
+import typing
 from collections.abc import Hashable
 from typing import Any, TypeGuard
 
@@ -53,6 +55,7 @@ class OutputTypeError(UsageError, TypeError):
 
 def schema_of(tp: Any) -> dict[str, Any]:
     """The JSON Schema of a type pydantic can validate, or `OutputTypeError` saying why there is none."""
+    check_output_type(tp)
     try:
         return TypeAdapter(tp).json_schema()
     except (PydanticUserError, TypeError, ValueError, NameError) as err:
@@ -61,6 +64,33 @@ def schema_of(tp: Any) -> dict[str, Any]:
             f"{tp!r} cannot be an agent's output: pydantic builds no JSON Schema for it ({first}); use a pydantic "
             "model, a dataclass, a TypedDict or a plain type such as `list[int]`"
         ) from None
+
+
+def check_output_type(tp: Any) -> None:
+    """Raise `OutputTypeError` unless `tp` is a type (a class, `None`, or a `typing` form such as `list[int]`).
+
+    Pydantic takes more than types: a function gives the schema of its parameters (and validating "against" it
+    calls it), a string is read as a forward reference, and a dataclass instance (a `@tool`) raises a bare
+    `AttributeError`. None of these says what the answer is, so they are refused before pydantic sees them."""
+    if tp is None or isinstance(tp, type) or typing.get_origin(tp) is not None:
+        return
+    if type(tp).__module__ in ("typing", "typing_extensions", "types"):  # `Any`, a `NewType`, a `TypeVar` ...
+        return
+    named = getattr(tp, "__qualname__", None) or getattr(tp, "__name__", None)
+    shown = f"`{named}`" if callable(tp) and isinstance(named, str) else reprlib.repr(tp)
+    instead = "`output=Refund`"
+    if isinstance(getattr(tp, "name", None), str) and callable(getattr(tp, "spec", None)) and callable(tp):
+        shown, why = f"`{tp.name}`", "it is a @tool, which the model calls (list it in `tools=`)"
+    elif callable(tp):
+        why = "it is a function, and pydantic would give its parameters' schema, not an answer's"
+    elif isinstance(tp, str):
+        why = "it is a string, and a type is not looked up by its name"
+    else:
+        why, instead = f"it is an instance of {type(tp).__name__}, not a type", f"`output={type(tp).__name__}`"
+    raise OutputTypeError(
+        f"{shown} cannot be an agent's output: {why}; give the type of the answer itself ({instead}: a pydantic "
+        "model, a dataclass, a TypedDict, or a type such as `list[int]`)"
+    )
 
 
 # -- is it a schema? ------------------------------------------------------------

@@ -4,11 +4,14 @@ a wedged run."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, Literal, NewType
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
+from stalwart import tool
 from stalwart.client.agent_files import AgentFileError, load_agent
 from stalwart.client.cli import EXIT_OK, EXIT_USAGE, main
 from stalwart.contracts.agent import AgentSpec, OutputSpec
@@ -100,11 +103,53 @@ class NotPydantic:
     """A plain class: pydantic builds no schema for it."""
 
 
-@pytest.mark.parametrize("tp", [NotPydantic, 3, "Refund"], ids=["plain-class", "a-number", "a-string"])
-def test_a_type_pydantic_cannot_build_a_schema_for_is_a_usage_error(tp):
+def test_a_type_pydantic_cannot_build_a_schema_for_is_a_usage_error():
     with pytest.raises(OutputTypeError, match="cannot be an agent's output: pydantic builds no JSON Schema") as err:
-        OutputSpec.for_type(tp)
+        OutputSpec.for_type(NotPydantic)
     assert isinstance(err.value, UsageError)
+
+
+def plain_function(order_id: str, amount: float) -> str:
+    return order_id
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look an order up.
+
+    Args:
+        order_id: the order's id
+    """
+    return order_id
+
+
+@dataclass
+class Refund:
+    amount: float
+
+
+NOT_TYPES: dict[str, tuple[Any, str]] = {
+    # name: (what was given as the output; what the error says of it)
+    "a-function": (plain_function, "`plain_function` cannot be an agent's output: it is a function"),
+    "a-builtin": (len, "`len` cannot be an agent's output: it is a function"),
+    "a-tool": (lookup_order, "`lookup_order` cannot be an agent's output: it is a @tool"),
+    "a-dataclass-instance": (
+        Refund(1.0),
+        "Refund(amount=1.0) cannot be an agent's output: it is an instance of Refund",
+    ),
+    "a-number": (3, "3 cannot be an agent's output: it is an instance of int, not a type"),
+    "a-string": ("Refund", "'Refund' cannot be an agent's output: it is a string"),
+}
+
+
+@pytest.mark.parametrize("given", sorted(NOT_TYPES), ids=sorted(NOT_TYPES))
+def test_an_output_that_is_no_type_is_refused_saying_to_give_a_type(given):
+    value, said = NOT_TYPES[given]
+    with pytest.raises(OutputTypeError) as refused:
+        AgentSpec(name="a", output=value)
+    assert str(refused.value).startswith(said)
+    assert "give the type of the answer itself" in str(refused.value)
+    assert isinstance(refused.value, UsageError)
 
 
 def test_an_agent_given_such_a_type_is_refused_as_it_is_built():
@@ -128,3 +173,12 @@ def test_an_output_named_as_one_of_the_agents_tools_is_refused(tmp_path, capsys)
     path.write_text('name = "a"\ntools = ["calculator"]\n[output]\nname = "calculator"\n' + GOOD_SCHEMA)
     assert main(["check", str(path)]) == EXIT_USAGE
     assert "[output] name 'calculator' is also the name of one of the agent's tools" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "tp",
+    [Any, Literal["a", "b"], NewType("OrderId", str), Annotated[int, Field(gt=0)], int | None, list[Refund]],
+    ids=["any", "literal", "newtype", "annotated", "union", "generic"],
+)
+def test_typing_forms_that_are_no_class_are_still_output_types(tp):
+    assert AgentSpec(name="a", output=tp).output is not None
