@@ -76,6 +76,8 @@ class TaskView:
     text: str = ""
     output: Any = None
     """A completed run's typed output (`[output]`): the answer's artifact is then this value, as a data part."""
+    typed: bool = False
+    """Whether `output` is the run's typed output, so that a `null` one is sent as data too, not as text."""
 
 
 class A2AAgentServer:
@@ -249,7 +251,7 @@ class A2AAgentServer:
                 return TaskView(task_id, context_id, "canceled", "the run was cancelled")
             return TaskView(task_id, context_id, "working")
         if status == WorkflowExecutionStatus.COMPLETED:
-            return _ended(task_id, context_id, await handle.result())
+            return _ended(task_id, context_id, await handle.result(), typed=self.agent.output is not None)
         if status == WorkflowExecutionStatus.CANCELED:
             return TaskView(task_id, context_id, "canceled", "the run was cancelled")
         reason = status.name.lower().replace("_", " ") if status else "unknown"
@@ -296,11 +298,13 @@ def _temporal_error(err: RPCError) -> RpcError:
     return RpcError(-32603, f"Internal error: Temporal did not answer ({err}); try again")
 
 
-def _ended(task_id: str, context_id: str, result: AgentResult) -> TaskView:
-    """A finished run as a task: an answer is `completed`; a stop without one is `failed` with the reason."""
+def _ended(task_id: str, context_id: str, result: AgentResult, *, typed: bool) -> TaskView:
+    """A finished run as a task: an answer is `completed`; a stop without one is `failed` with the reason. The
+    answer of an agent with `[output]` (`typed`) that ended `done` is its output, whatever JSON value that is."""
     answered = any(step.final for step in result.steps)
     if result.stop_reason == "done" or (result.stop_reason in _BUDGET_STOPS and answered):
-        return TaskView(task_id, context_id, "completed", result.answer, result.output)
+        as_data = (typed and result.stop_reason == "done") or result.output is not None
+        return TaskView(task_id, context_id, "completed", result.answer, result.output, as_data)
     if result.stop_reason == "cancelled":
         return TaskView(task_id, context_id, "canceled", "the run was cancelled")
     if result.stop_reason in _BUDGET_STOPS:
@@ -347,7 +351,7 @@ def _task_json(view: TaskView, version: str) -> dict[str, Any]:
     status: dict[str, Any] = {"state": state, "timestamp": now}
     task: dict[str, Any] = {"id": view.id, "contextId": view.context_id, "status": status}
     if view.state == "completed":
-        part = _part(view.text, version) if view.output is None else _data_part(view.output, version)
+        part = _data_part(view.output, version) if view.typed else _part(view.text, version)
         task["artifacts"] = [{"artifactId": f"{view.id}-answer", "name": "answer", "parts": [part]}]
     elif view.text:
         message = {

@@ -69,3 +69,12 @@ async def test_a_0_3_client_gets_an_output_that_is_not_an_object_wrapped_in_a_da
         task = await send(url, "message/send", message)
     assert task["status"]["state"] == "completed"
     assert task["artifacts"][0]["parts"] == [{"kind": "data", "data": {"result": [1, 2]}}]
+
+
+async def test_a_null_output_is_sent_as_data_not_as_the_text_null(serve):
+    agent = refunder("null", output=OutputSpec.for_type(int | None))
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "how many?"}]}
+    async with serve(agent) as url:
+        task = (await send(url, "SendMessage", message))["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"] == [{"data": None, "mediaType": "application/json"}]
