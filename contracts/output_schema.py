@@ -110,6 +110,13 @@ def schema_problems(schema: Any, *, longest: int | None = None) -> list[str]:
         return [f"it is {size:,} characters of JSON, over the {longest:,} an output schema may take"]
     problems: list[str] = []
     _check(schema, "#", schema, problems, depth=0)
+    if not problems and (loop := _ref_cycle(schema)):
+        problems.append(
+            f"{' -> '.join(f'`{at}`' for at in loop)} is a loop: each schema there applies to the same value as the "
+            "next (by `$ref`, `allOf`, `anyOf`, `oneOf` or `not`), so checking an answer against it never ends; a "
+            "recursive schema goes down through an object's `properties` or an array's `items` (as a tree's "
+            "`children` do), so point the `$ref` at a schema that says what the value is"
+        )
     return problems[:MAX_ERRORS]
 
 
@@ -182,6 +189,78 @@ def _check(schema: Any, at: str, root: dict[str, Any], problems: list[str], dept
     if key := "items" if isinstance(schema.get("items"), list) else "":  # draft 4's tuple form
         for n, item in enumerate(schema[key]):
             _check(item, f"{at}.items[{n}]", root, problems, depth + 1)
+
+
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_VALUES = ("not", "if", "then", "else")
+"""The keywords whose schemas apply to the value itself, not to a part of it (as `properties` and `items` do)."""
+
+
+def _ref_cycle(root: dict[str, Any]) -> list[str] | None:
+    """A loop of schemas that apply to the same value, each through the next (`$ref`, `allOf`, `anyOf` ...), as
+    the places it passes, back to its start; None when there is none.
+
+    Validating against such a loop never reaches a keyword that looks at the value, so it recurses until Python
+    stops it; a recursive schema through `properties` or `items` descends into a smaller value at each turn and
+    ends with the answer."""
+    places: dict[int, str] = {}
+    edges: dict[int, list[Any]] = {}
+    todo: list[tuple[Any, str, int]] = [(root, "#", 0)]
+    while todo:  # every schema in the document, each with the schemas that apply to the same value as it
+        schema, at, depth = todo.pop()
+        if not isinstance(schema, dict) or id(schema) in places or depth > MAX_SCHEMA_DEPTH:
+            continue
+        places[id(schema)] = at
+        in_place = [_resolve(schema["$ref"], root)] if "$ref" in schema else []
+        in_place += [item for key in _IN_PLACE_LISTS for item in _listed(schema.get(key))]
+        in_place += [schema.get(key) for key in _IN_PLACE_VALUES]
+        if isinstance(schema.get("dependentSchemas"), dict):
+            in_place += schema["dependentSchemas"].values()
+        edges[id(schema)] = [item for item in in_place if isinstance(item, dict)]
+        for key, item in _subschemas(schema):
+            todo.append((item, f"{at}/{key}", depth + 1))
+    done: set[int] = set()
+    for start in list(edges):  # depth first along the in-place edges; a schema met again on the path is a loop
+        path: list[int] = []
+        stack: list[tuple[int, list[Any]]] = [(start, list(edges[start]))]
+        while stack:
+            node, following = stack[-1]
+            if not path or path[-1] != node:
+                path.append(node)
+            if not following:
+                done.add(node)
+                stack.pop()
+                path.pop()
+                continue
+            nxt = id(following.pop())
+            if nxt in path:
+                loop = path[path.index(nxt) :] + [nxt]
+                return [places.get(node_id, "?") for node_id in loop]
+            if nxt not in done and nxt in edges:
+                stack.append((nxt, list(edges[nxt])))
+    return None
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _subschemas(schema: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each schema written inside `schema`, with its place as a JSON pointer step (`properties/name`)."""
+    found: list[tuple[str, Any]] = []
+    for key in _SCHEMA_LISTS:
+        found += [(f"{key}/{n}", item) for n, item in enumerate(_listed(schema.get(key)))]
+    if isinstance(schema.get("items"), list):
+        found += [(f"items/{n}", item) for n, item in enumerate(schema["items"])]
+    for key in _SCHEMA_MAPS:
+        if isinstance(schema.get(key), dict):
+            found += [(f"{key}/{_pointer(name)}", item) for name, item in schema[key].items()]
+    found += [(key, schema[key]) for key in (*_SCHEMA_VALUES, "additionalProperties") if key in schema]
+    return found
+
+
+def _pointer(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _resolve(ref: Any, root: dict[str, Any]) -> Any:
