@@ -36,8 +36,10 @@ from stalwart.activities.storage.objects import ObjectNotFoundError
 from stalwart.client.chain import chain_histories
 from stalwart.client.queries import matching
 from stalwart.contracts.errors import NotFound, UnusablePath, UsageError
+from stalwart.contracts.failure_types import INVALID_RUN_INPUT
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workflows import AgentWorkflow
+from stalwart.workflows.arguments import NO_INPUT, InputCount, decoded_run_input
 from stalwart.workflows.failures import innermost_message
 
 STORAGE_FOLDER = "storage"
@@ -275,7 +277,40 @@ async def replaying_files(
         beside = path.parent / STORAGE_FOLDER
         # Resolved: a folder named relative to here (`stalwart replay histories/`) is still the same folder.
         storage = StorageConfig(local_root=beside.resolve()) if beside.is_dir() else None
-        yield await _replay(history, path.name, storage, workflows)
+        converter = stalwart_converter(storage=storage)
+        refused = await _input_it_did_not_run_on(history, converter)
+        if refused is not None:
+            raise HistoryFileError(
+                f"{path}: the recorded run went on from an input that is not a run input: the file was edited or "
+                "damaged (give the file `stalwart history export` wrote), or the code here refuses an input the "
+                f"recording code took (and would fail the runs in flight that took it the same way); {refused}"
+            )
+        yield await _replay(history, path.name, converter, workflows)
+
+
+async def _input_it_did_not_run_on(history: WorkflowHistory, converter: DataConverter) -> str | None:
+    """Why the start input is no run input, when the run recorded went on anyway.
+
+    The workflow fails a run whose input is not one at its first task (`arguments.run_input`, asked here too); a
+    history that goes on from such an input was replayed as a divergence, blaming the code for the file's input.
+    A run that did fail for its input replays as it was, and one whose payloads cannot be decoded here is for
+    `_unreadable` to report."""
+    started = history.events[0].workflow_execution_started_event_attributes
+    went_on = any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in history.events) and not any(
+        e.workflow_execution_failed_event_attributes.failure.application_failure_info.type == INVALID_RUN_INPUT
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+    )
+    if not went_on:
+        return None
+    payloads = list(started.input.payloads)
+    try:
+        inputs = await converter.decode(payloads, [RawValue] * len(payloads))
+        raw = InputCount(len(inputs)) if len(inputs) > 1 else inputs[0] if inputs else NO_INPUT
+        _, reason = decoded_run_input(raw, converter.payload_converter)
+    except Exception:  # a missing key or stored payload: `_unreadable` says which
+        return None
+    return reason
 
 
 async def replay_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> list[ReplayOutcome]:
@@ -293,7 +328,7 @@ async def replaying_live(client: Client, query: str, limit: int = LIVE_LIMIT) ->
     """`replay_live`, each outcome as soon as it is known: replaying a thousand runs takes minutes."""
     async for workflow_id, histories in matching_chains(client, query, limit):
         for history in histories:
-            yield await _replay(history, workflow_id, None, (AgentWorkflow,))
+            yield await _replay(history, workflow_id, stalwart_converter(), (AgentWorkflow,))
 
 
 async def matching_chains(client: Client, query: str, limit: int) -> AsyncIterator[tuple[str, list[WorkflowHistory]]]:
@@ -309,9 +344,8 @@ async def matching_chains(client: Client, query: str, limit: int) -> AsyncIterat
 
 
 async def _replay(
-    history: WorkflowHistory, name: str, storage: StorageConfig | None, workflows: Sequence[type]
+    history: WorkflowHistory, name: str, converter: DataConverter, workflows: Sequence[type]
 ) -> ReplayOutcome:
-    converter = stalwart_converter(storage=storage)
     run_id = history.run_id or ""
     unreadable = await _unreadable(history, converter)
     if unreadable is not None:

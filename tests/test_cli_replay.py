@@ -223,3 +223,22 @@ async def test_a_folder_named_relative_to_here_replays_with_the_stored_payloads_
     replayed = stalwart("replay", os.path.relpath(tmp_path / "histories", REPO))  # run from the repository
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert replayed.stdout.startswith("ok  ")
+
+
+@pytest.mark.slow
+async def test_a_run_that_failed_for_its_input_replays_ok(dev_env, task_queue, tmp_path):
+    """Replay refuses a file whose run went on from an input that is no run input; one that failed for it, as the
+    workflow fails such a run, is a true history and replays as it was."""
+    from temporalio.client import WorkflowFailureError
+
+    from stalwart.contracts.names import WORKFLOW_TYPE
+
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await dev_env.client.start_workflow(
+            WORKFLOW_TYPE, "just a string", id=f"bad-input-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+    await export_run(dev_env.client, handle.id, tmp_path)
+    [outcome] = await replay_files([tmp_path])
+    assert outcome.ok, outcome

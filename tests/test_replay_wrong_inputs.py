@@ -233,3 +233,27 @@ def test_a_history_whose_events_are_out_of_order_is_refused_naming_the_first_out
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"error: {path}: not a whole workflow history"), err
     assert said in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("encoding", "data", "said"),
+    [("json/plain", b"not json", "Invalid JSON"), ("binary/null", b"", "binary/null")],
+    ids=["not-json", "null"],
+)
+def test_a_history_that_went_on_from_an_input_that_is_not_a_run_input_is_refused_not_blamed_on_the_code(
+    tmp_path, capsys, encoding, data, said
+):
+    """Its replay was reported as a divergence (TMPRL1100, a code change) at the run's first activity: the code here
+    fails a run whose input is not one at once, and the file's run had gone on."""
+    record = json.loads(RECORDED.read_text())
+    [payload] = record["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"]
+    payload["metadata"] = {"encoding": base64.b64encode(encoding.encode()).decode()}
+    payload["data"] = base64.b64encode(data).decode()
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(record))
+    assert main(["replay", str(path)]) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(
+        f"error: {path}: the recorded run went on from an input that is not a run input"
+    )
+    assert "invalid run input" in err and said in err and "TMPRL1100" not in err, err

@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
 from stalwart.workflows import patches
@@ -100,23 +101,36 @@ def _one(inputs: tuple[object, ...]) -> tuple[object, ...]:
 def run_input(raw: RawValue | InputCount) -> tuple[ContinuedRunInput, str | None]:
     """The run's input, or a stand-in and the reason it is not one."""
     stand_in = ContinuedRunInput(agent=AgentSpec(name="invalid-input"), goal="")
-    if isinstance(raw, InputCount):
-        return stand_in, f"invalid run input: the run was started with {raw.count} inputs, not one; {INPUT_SCHEMA_HINT}"
-    if not raw.payload.metadata:
-        return stand_in, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
-    try:
-        value = workflow.payload_converter().from_payload(raw.payload, ContinuedRunInput)
-    except ConfigurationError:  # sealed with a key this worker lacks (or with none): fail the task, not the run,
-        raise  # so a worker that has the key runs it
-    except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
-        reason = str(err).replace("\n", "; ")
-        return stand_in, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
-    if not isinstance(value, ContinuedRunInput):  # `None`, bytes, a protobuf: see the note below
-        return stand_in, f"invalid run input: it is {_shown(raw.payload)}, not JSON; {INPUT_SCHEMA_HINT}"
+    value, reason = decoded_run_input(raw, workflow.payload_converter())
+    if value is None or isinstance(raw, InputCount):
+        return stand_in, reason
     unknown = _unknown_fields(raw.payload) if value.carried is None else []
     # Asked only of an input that names an unknown field, so other runs record no marker; one recorded before ran on.
     if unknown and patches.active(patches.UNKNOWN_INPUT_FIELDS_REFUSED):
         return stand_in, f"invalid run input: {'; '.join(unknown)}; {INPUT_SCHEMA_HINT}"
+    return value, None
+
+
+def decoded_run_input(
+    raw: RawValue | InputCount, converter: PayloadConverter
+) -> tuple[ContinuedRunInput, None] | tuple[None, str]:
+    """The run's input as `converter` decodes it, or None and the reason it is not one.
+
+    The workflow asks it of its start's input with its own converter; replay asks it of a history file's, outside
+    any workflow, to tell an input no run of this code would have gone on with from a change of the code."""
+    if isinstance(raw, InputCount):
+        return None, f"invalid run input: the run was started with {raw.count} inputs, not one; {INPUT_SCHEMA_HINT}"
+    if not raw.payload.metadata:
+        return None, f"invalid run input: the run was started without one; {INPUT_SCHEMA_HINT}"
+    try:
+        value = converter.from_payload(raw.payload, ContinuedRunInput)
+    except ConfigurationError:  # sealed with a key this worker lacks (or with none): fail the task, not the run,
+        raise  # so a worker that has the key runs it
+    except Exception as err:  # pydantic's ValidationError, or JSON that does not parse
+        reason = str(err).replace("\n", "; ")
+        return None, f"invalid run input: {reason}; {INPUT_SCHEMA_HINT}"
+    if not isinstance(value, ContinuedRunInput):  # `None`, bytes, a protobuf: see the note below
+        return None, f"invalid run input: it is {_shown(raw.payload)}, not JSON; {INPUT_SCHEMA_HINT}"
     return value, None
 
 
