@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.model_step import ModelFailed, ModelStep, truncated
     from stalwart.workflows.tool_calls import ToolCalls
     from stalwart.workflows.turns import Turn
-    from stalwart.workflows.typed_output import settle as settle_output
+    from stalwart.workflows.typed_output import settle_output, why_no_output
     from stalwart.workflows.visibility import Visibility, listed_waiting_while_open
 
 
@@ -195,7 +195,6 @@ class AgentWorkflow:
                 # patches also listed `running` from here; those recorded before either published it only after
                 # the turn's first model call. A session recorded since records neither this marker nor its upsert.
                 self._visibility.publish()
-            state.answer = None
             self._error = None
             self._inbox.spending = turn.budget
             max_seconds = agent.budgets.max_seconds
@@ -213,7 +212,7 @@ class AgentWorkflow:
                 self._error = deadlines.cut_short(why, cut.retried, cut.failed or self._error) or self._error
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
-            state.turn = None
+            state.turn, self._error = None, why_no_output(agent, state, progress, stop, self._error)
             self._inbox.answer_turn(turn.result(stop, state.answer or "", self._error, self._chain.steps))
             spent = turn.budget.spent
             span.set_attributes(
@@ -294,7 +293,7 @@ class AgentWorkflow:
             reply = await self._model.ask(turn, tools_enabled=False)
             state.answer = reply.text
             self._chain.steps[-1].final = True
-        elif reason == "max_steps":
+        elif reason == "max_steps" and state.answer is None:  # typed output keeps the last answer it refused
             state.answer = conversation.MAX_STEPS_ANSWER.format(n=self._agent.budgets.max_steps)
         return reason
 

@@ -191,14 +191,19 @@ async def _child(call: ToolCall, sub: SubAgent, task: str, context: DelegationCo
         answer = result.answer if result.output is None else json.dumps(result.output, ensure_ascii=False)
         return Delegated(ToolResult(call_id=call.id, name=call.name, content=answer), result.usage)
     detail = result.error or result.answer or WITHOUT_ANSWER.get(result.stop_reason, "it gave no answer")
-    why = f"sub-agent {sub.name} stopped with {result.stop_reason}: {detail}. {RETRY_HINT}"
+    why = f"sub-agent {sub.name} stopped with {result.stop_reason}: {detail.rstrip('.')}. {RETRY_HINT}"
     return Delegated(_failure(call, why), result.usage)
 
 
 def _as_single_call(spec: AgentSpec) -> AgentSpec:
-    """Prompty's `single` mode: the agent's instructions and model, one call, no tools."""
+    """Prompty's `single` mode: the agent's instructions and model, one call, no tools.
+
+    One call leaves no step to ask again for an `[output]` that did not validate, so its retries are none: the
+    sub-agent ends `error` naming what did not validate (not `max_steps`), and the parent's model may delegate
+    again."""
     return spec.model_copy(
         update={
+            "output": spec.output and spec.output.model_copy(update={"retries": 0}),
             "tools": [],
             "mcp_servers": [],
             "sub_agents": [],

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
 def begin(state: ChainState, agent: AgentSpec, first_record: int) -> TurnInProgress:
     """The chain's next turn, starting now; its records begin at `first_record` in the step log."""
     state.turns += 1
-    state.output = None  # typed output: each turn has its own
+    state.answer = state.output = None  # each turn has its own: a turn continued as new keeps what it had
     now = workflow.now()
     max_seconds = agent.budgets.max_seconds
     return TurnInProgress(
