@@ -212,7 +212,8 @@ class AgentWorkflow:
                 self._error = deadlines.cut_short(why, cut.retried, cut.failed or self._error) or self._error
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
-            state.turn, self._error = None, why_no_output(agent, state, progress, stop, self._error)
+            self._error = why_no_output(agent, state, progress, stop, self._error)  # typed output a budget cut
+            state.turn = None
             self._inbox.answer_turn(turn.result(stop, state.answer or "", self._error, self._chain.steps))
             spent = turn.budget.spent
             span.set_attributes(
