@@ -431,8 +431,9 @@ class StalwartClient:
         workflow starting an agent gives them too)."""
         return {"task_queue": self.task_queue, **start_metadata(spec, what, status=status)}
 
-    async def list(self, query: str | None = None, limit: int = 20) -> list[RunSummary]:
-        """Recent runs, newest first; `query` is a Temporal visibility query such as `AgentStatus="done"`.
+    async def list(self, query: str | None = None, limit: int | None = 20) -> list[RunSummary]:
+        """Recent runs, newest first (the newest `limit`, or every one with None); `query` is a Temporal visibility
+        query such as `AgentStatus="done"`.
 
         A run or session that continued as new is one entry, its latest run: the runs it continued from keep
         their last search attributes (a session's `waiting`, say) but are not what a user means by the run.
@@ -461,10 +462,19 @@ class StalwartClient:
             )
         return runs
 
-    async def awaiting_approval(self, limit: int = 50) -> builtins.list[tuple[str, builtins.list[PendingApproval]]]:
-        """Runs that wait for approvals, with their pending calls."""
-        runs = await self.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'", limit=limit)
+    async def awaiting_approval(
+        self, limit: int | None = None
+    ) -> builtins.list[tuple[str, builtins.list[PendingApproval]]]:
+        """Runs that wait for approvals, newest first, with their pending calls: every one, or the newest `limit`.
+
+        Every one by default: an inbox that left runs out would leave the oldest, the first that
+        `approval_timeout_seconds` rejects, unseen."""
+        runs = await self.list(AWAITING_APPROVAL, limit=limit)
         return [(run.run_id, await self.get(run.run_id).pending_approvals()) for run in runs]
+
+
+AWAITING_APPROVAL = "AgentAwaitingApproval = true AND ExecutionStatus = 'Running'"
+"""The visibility query of the runs that wait for a person's decision on a tool call."""
 
 
 def session_continuing(err: WorkflowUpdateFailedError) -> bool:

@@ -93,12 +93,11 @@ class LineReader:
 async def pending(args: argparse.Namespace) -> int:
     from temporalio.service import RPCError
 
+    from stalwart.client.api import AWAITING_APPROVAL
+
     stalwart = await connecting.client(args)
-    run_ids = (
-        [args.run_id]
-        if args.run_id
-        else [r.run_id for r in await stalwart.list("AgentAwaitingApproval = true AND ExecutionStatus = 'Running'")]
-    )
+    # Every waiting run: one left out would be the oldest, the first its approval timeout rejects unseen.
+    run_ids = [args.run_id] if args.run_id else [r.run_id for r in await stalwart.list(AWAITING_APPROVAL, limit=None)]
     runs, notes = [], {}
     for run_id in run_ids:  # each run on its own: one that cannot be read does not hide the others
         handle = stalwart.get(run_id)

@@ -273,15 +273,19 @@ class _Api:
         )
 
     async def all_approvals(self, request: Request) -> Response:
-        """Tool calls waiting for a person's decision, in every run."""
-        waiting = await self.client.awaiting_approval(limit=_int_query(request, "limit", 50, 1, 500))
+        """Tool calls waiting for a person's decision, in every run; with `limit`, in the newest runs that many,
+        and `more` says whether older ones wait too."""
+        limit = _int_query(request, "limit", 0, 1, 10_000) or None
+        waiting = await self.client.awaiting_approval(limit=None if limit is None else limit + 1)
+        more = limit is not None and len(waiting) > limit
         return JSONResponse(
             {
                 "runs": [
                     {"run_id": run_id, "pending": [p.model_dump(mode="json") for p in pending]}
-                    for run_id, pending in waiting
+                    for run_id, pending in waiting[:limit]
                     if pending
-                ]
+                ],
+                "more": more,
             }
         )
 
