@@ -59,6 +59,16 @@ async def test_a_finalized_answer_is_the_last_answer_and_its_problems_are_named(
     assert '`$.x`: expected integer, got a string "three"' in (result.error or "")
 
 
+async def test_a_finalized_answer_that_fits_is_kept_but_is_no_output(stalwart, worker_with):
+    spec = counter(text("[]"), text('{"x": 3}'), max_steps=1, finalize_on_budget=True)
+    async with worker_with():
+        result = await stalwart.run(spec, "count")
+    assert (result.stop_reason, result.answer, result.output) == ("max_steps", '{"x": 3}', None)
+    assert "the last answer, kept in `answer`, fits it, but a turn a budget stopped gives no output" in (
+        result.error or ""
+    )
+
+
 async def test_a_turn_out_of_steps_without_an_answer_says_so_as_before(stalwart, worker_with):
     async with worker_with():
         result = await stalwart.run(counter(call("echo", text="a"), call("echo", text="b"), max_steps=1), "count")
