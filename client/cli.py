@@ -508,7 +508,8 @@ def _add_replay(commands: Any) -> None:
         "history:replay",
         "Replay recorded or live histories against the code installed here; exit 1 if any would diverge.",
         epilog=(
-            "examples:\n  stalwart replay tests/fixtures/histories/\n"
+            "examples:\n  stalwart history export RUN_ID -o tests/histories\n"
+            "  stalwart replay tests/histories/   # the files export wrote: Stalwart runs, exit 1 if one diverges\n"
             "  stalwart replay --query 'ExecutionStatus=\"Running\"'   # the pre-deploy gate"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,

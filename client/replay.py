@@ -45,6 +45,13 @@ from stalwart.workflows.failures import innermost_message
 STORAGE_FOLDER = "storage"
 LIVE_LIMIT = 1000
 """Runs `replay --query` replays by default, the newest first."""
+YOUR_OWN_WORKFLOW = (
+    "A workflow of yours that runs agents (stalwart.workflow.execute_agent) is recorded and replayed with the "
+    "Temporal SDK: save `(await handle.fetch_history()).to_json()`, and replay it with "
+    "`temporalio.worker.Replayer(workflows=[YourWorkflow], plugins=[StalwartPlugin()])` (docs/testing.md, "
+    "'Your own workflows'); its agents' runs export as any Stalwart run"
+)
+"""What to do with a run of a user's own workflow, which export and replay refuse: they have no class for it."""
 _REFERENCE_TYPE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
 
 
@@ -119,7 +126,7 @@ async def _export_chain(
     if workflow_type != WORKFLOW_TYPE:
         raise NotAStalwartRun(
             f"{workflow_id} is a run of workflow type {workflow_type!r}, not a Stalwart run ({WORKFLOW_TYPE}): "
-            "`stalwart runs` lists the runs of this namespace"
+            f"`stalwart runs` lists the runs of this namespace. {YOUR_OWN_WORKFLOW}"
         )
     out_dir = Path(out_dir)
     objects = object_client(storage or StorageConfig.from_env())
@@ -246,7 +253,7 @@ def read_history(path: Path) -> WorkflowHistory:
         # The replayer has no class for it: a run that had only started replayed `ok`, a longer one "diverged".
         raise HistoryFileError(
             f"{path}: a history of workflow type {workflow_type!r}, not a Stalwart run ({WORKFLOW_TYPE}): replay "
-            f"checks Stalwart's runs only; leave it out, or replay it with its own workflow's Replayer"
+            f"checks Stalwart's runs only; leave it out of the folder. {YOUR_OWN_WORKFLOW}"
         )
     return history
 

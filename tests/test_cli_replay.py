@@ -6,11 +6,12 @@ import base64
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
-from test_cli import stalwart
+from test_cli import STALWART, stalwart
 
 from stalwart.activities.storage.encryption import KEY_FILE_VAR, KEYS_VAR
 from stalwart.client.api import StalwartClient
@@ -242,3 +243,30 @@ async def test_a_run_that_failed_for_its_input_replays_ok(dev_env, task_queue, t
     await export_run(dev_env.client, handle.id, tmp_path)
     [outcome] = await replay_files([tmp_path])
     assert outcome.ok, outcome
+
+
+@pytest.mark.slow
+async def test_the_examples_of_replay_help_record_a_run_and_replay_it_as_shown(dev_env, task_queue, tmp_path, capsys):
+    """Its example, `stalwart replay tests/fixtures/histories/`, exited 2: that folder of this repository holds a
+    user's own workflow's history too, which replay refuses. The examples now are the pair a user runs: export a
+    run into a folder, and replay that folder, named relative to where they stand."""
+    from stalwart.client.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    examples = [line.split("#")[0].split()[1:] for line in capsys.readouterr().out.splitlines()]
+    export, replay = [argv for argv in examples if argv[:2] in (["history", "export"], ["replay", "tests/histories/"])]
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await client.start(AGENTS_DIR / "calculator.toml", "What is 17 * 23?")
+        await handle.result()
+    export = [handle.run_id if arg == "RUN_ID" else arg for arg in export]
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*STALWART, *argv], cwd=tmp_path, capture_output=True, text=True, check=False)
+
+    exported = run([*export, "--address", dev_env.address])
+    assert exported.returncode == 0, exported.stderr
+    replayed = run(replay)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith("ok  ")

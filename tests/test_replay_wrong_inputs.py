@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,29 @@ def test_a_history_that_went_on_from_an_input_that_is_not_a_run_input_is_refused
         f"error: {path}: the recorded run went on from an input that is not a run input"
     )
     assert "invalid run input" in err and said in err and "TMPRL1100" not in err, err
+
+
+RECIPE = "Replayer(workflows=[YourWorkflow], plugins=[StalwartPlugin()])"
+
+
+@pytest.mark.slow
+async def test_export_of_a_users_own_workflow_says_how_to_record_and_replay_it(dev_env):
+    """It said only that the run is not a Stalwart run and that `stalwart runs` lists them: nothing on how to record
+    the user's own workflow that calls `execute_agent`, which the kit cannot replay."""
+    from stalwart.client.replay import NotAStalwartRun
+    from stalwart.testing import export_run
+
+    workflow_id = f"orders-{uuid.uuid4().hex[:8]}"
+    await dev_env.client.start_workflow("OrderWorkflow", id=workflow_id, task_queue="no-worker-here")
+    with pytest.raises(NotAStalwartRun) as refused:
+        await export_run(dev_env.client, workflow_id, "histories")
+    said = str(refused.value)
+    assert "handle.fetch_history()" in said and RECIPE in said and "docs/testing.md" in said, said
+
+
+def test_replay_of_a_users_own_workflow_history_says_how_to_replay_it(capsys):
+    """It said to replay it 'with its own workflow's Replayer', without the plugin, which that replay needs."""
+    recorded = RECORDED.parent / "users_workflows" / "ask_for_verdict.json"
+    assert main(["replay", str(recorded)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {recorded}: a history of workflow type 'AskForVerdict'") and RECIPE in err, err

@@ -39,6 +39,18 @@ def test_the_documented_example_test_passes_as_a_users_own_test_file(tmp_path):
     assert "1 passed" in result.stdout
 
 
+@pytest.mark.slow
+def test_the_documented_recipe_for_a_users_own_workflow_records_and_replays_it(tmp_path):
+    """export_run and `stalwart replay` refuse a workflow of the user's own that runs agents; docs/testing.md says to
+    record it with the SDK and replay it with `Replayer(..., plugins=[StalwartPlugin()])`: that recipe, run as
+    written, as the user's own test file."""
+    (tmp_path / "my_workflow.py").write_text(_example("my_workflow.py"))
+    (tmp_path / "test_my_workflow.py").write_text(_example("test_my_workflow.py"))
+    result = _pytest_in(tmp_path, "test_my_workflow.py", asyncio_mode="auto")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
 async def test_export_run_takes_the_environments_client_and_a_folder_named_as_text(tmp_path, monkeypatch):
     """docs/testing.md names it `export_run(client, run_id, folder)`: with `env.client` or a folder given as a
     string it failed with AttributeError ('StalwartClient' has no 'get_workflow_handle', 'str' has no 'mkdir')."""
