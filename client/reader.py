@@ -296,7 +296,8 @@ class RunReader:
             output=result.output,
             error=result.error,
             session=run_input.session,
-            turns=sum(1 for step in result.steps if step.role == "user") if run_input.session else 1,
+            turns=result.turns if result.turns is not None else _turns_before_they_were_recorded(result, run_input),
+            runs=result.runs or 1,
             metrics=result.metrics,
         )
 
@@ -403,3 +404,9 @@ class RunReader:
                     if not timed_out or attempt == attempts - 1:
                         raise
             raise AssertionError("unreachable")
+
+
+def _turns_before_they_were_recorded(result: AgentResult, heading: RunHeading) -> int:
+    """The turns of a result recorded before results counted them: a session's messages, which is more than its
+    turns when one turn read several."""
+    return sum(1 for step in result.steps if step.role == "user") if heading.session else 1

@@ -197,6 +197,11 @@ class AgentResult(Contract):
     budget_fired_after_seconds: float | None = None
     """With stop reason `max_seconds`: when the wall-clock budget fired, in seconds after the start. The run
     stopped doing work then; `elapsed_seconds` is later when no worker was running at the deadline to record it."""
+    turns: int | None = None
+    """Messages the whole chain answered (a plain run has one turn); None in a turn's result, and in results
+    recorded before it was written."""
+    runs: int | None = None
+    """Runs of the continue-as-new chain, this one included; None as `turns` is."""
     output: Any | None = None
     """For an agent that declares `[output]`: the answer as the JSON value that validated against its schema (of
     the turn, for a session's turn); `answer` keeps the model's text. None without `[output]`, or when no valid

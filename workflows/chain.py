@@ -178,6 +178,8 @@ class Chain:
             metrics=conversation.metrics(self.steps, state.metrics, elapsed),
             error=error,
             earlier=state.archives,
+            turns=state.turns,
+            runs=state.runs + 1,
             output=state.output,
             budget_fired_after_seconds=(
                 (budget_fired_at - state.started_at).total_seconds()

@@ -125,6 +125,21 @@ async def test_send_with_the_agent_starts_the_session_once_and_then_talks_to_it(
     assert state.turns == 2 and state.runs == 1
 
 
+async def test_a_closed_session_counts_the_turns_and_runs_of_its_whole_chain(stalwart, worker_with):
+    answers = [f"answer {n}" for n in range(12)]
+    async with worker_with():
+        session = await stalwart.start_session(session_agent(*answers, continue_as_new_events=50))
+        for n in range(len(answers)):
+            await session.send(f"message {n}")
+        open_state = await session.state()
+        await session.close()
+        closed_state = await session.state()
+        runs = len(await session.histories())
+    assert runs > 2
+    assert (open_state.turns, open_state.runs) == (len(answers), runs)
+    assert (closed_state.turns, closed_state.runs) == (len(answers), runs)
+
+
 release = asyncio.Event()
 tool_entered = asyncio.Event()
 
