@@ -212,12 +212,13 @@ class AgentResult(Contract):
 
         Raises `OutputNotOfType` when the answer, valid against the agent's JSON Schema, does not fit `tp`, and
         `OutputTypeError` when `tp` is no type pydantic validates."""
+        from stalwart.contracts.output_schema import check_output_type, schema_of
+
+        check_output_type(tp)  # before pydantic, which would call a function given as the type
         try:
             return TypeAdapter(tp).validate_python(self.output)
         except (ValidationError, PydanticUserError) as err:
-            from stalwart.contracts.output_schema import schema_of
-
-            schema_of(tp)  # `OutputTypeError` for a type no answer can fit (a `Callable`, an instance)
+            schema_of(tp)  # `OutputTypeError` for a type no answer can fit (a `Callable`)
             if isinstance(err, ValidationError):
                 raise OutputNotOfType(tp, err) from err
             raise

@@ -49,6 +49,9 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("stalwart.client.connection", "temporalio.client"): (
         "the SDK's client (90 ms), which the commands that only read a run (`show`, `pending`) do without"
     ),
+    ("stalwart.contracts.run", "stalwart.contracts.output_schema"): (
+        "the output schema's checks (16 ms of import): only a result read as a type needs them, not `show`"
+    ),
     ("stalwart.client.api", "stalwart.client.agent_files"): (
         "the agent-file reader (15 ms): only a run started from a file, not `send`, `approve` or `show`"
     ),

@@ -16,7 +16,7 @@ from stalwart import StalwartClient, StalwartPlugin
 from stalwart.contracts.agent import AgentSpec, OutputSpec, ScriptedReply
 from stalwart.contracts.errors import RunFailed, UsageError
 from stalwart.contracts.output_schema import OutputTypeError
-from stalwart.contracts.run import OutputNotOfType
+from stalwart.contracts.run import AgentResult, OutputNotOfType, Usage
 from stalwart.workers.worker import build_worker
 
 
@@ -86,3 +86,17 @@ async def test_reading_a_result_as_a_type_pydantic_cannot_read_says_so(time_skip
             await handle.result(output_type=Callable[[int], int])
         assert (await handle.result()).output == {"n": 4}  # the run's answer is kept, to read as another type
     assert "pydantic builds no JSON Schema for it" in str(refused.value)
+
+
+def test_reading_a_result_as_a_function_refuses_it_without_calling_it():
+    called = []
+
+    def refund(order_id: str) -> None:
+        called.append(order_id)
+
+    result = AgentResult(
+        answer="{}", stop_reason="done", steps=[], usage=Usage(), elapsed_seconds=0, output={"order_id": "7"}
+    )
+    with pytest.raises(OutputTypeError, match="it is a function"):
+        result.output_as(refund)
+    assert called == []
