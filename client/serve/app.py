@@ -256,9 +256,9 @@ class _Api:
     async def events(self, request: Request) -> Response:
         """Follow a run or session as Server-Sent Events.
 
-        Each event's `id` is an offset (`records-chars-digest`); send the last one back as `Last-Event-ID` (or
-        `?after=`) to get exactly what followed it. Events: step, delta, retract, state, approvals, end
-        (docs/serve.md)."""
+        Each event's `id` is an offset (`run.records-chars-digest`); send the last one back as `Last-Event-ID` (or
+        `?after=`) to get exactly what followed it, or, when it is no point of this run, a `reset` and the run from
+        its start. Events: step, delta, retract, reset, state, approvals, end (docs/serve.md)."""
         run_id = request.path_params["run_id"]
         given = request.headers.get("last-event-id") or request.query_params.get("after")
         try:

@@ -11,9 +11,12 @@ the offsets a client holds do not depend on which one it came by.
 Offsets are read from the run itself, not from when a subscriber happened to look, so any subscriber (a new
 one, one that reconnects) computes the same offset for the same point of the run:
 
-    "<n>-<c>-<d>"   n: records of the step log (the whole continue-as-new chain) delivered as `step` events;
-                    c: characters (code points) of answer text delivered for record n, the model turn being written;
-                    d: a digest of those c characters (8 hex digits of their UTF-8's CRC-32), left out when c is 0.
+    "<r>.<n>-<c>-<d>"   r: the run (8 hex digits of the CRC-32 of the Temporal run id that began the continue-as-new
+                           chain): an id is reused once its run has closed, and an offset is a point of one run only;
+                        n: records of the step log (the whole chain) delivered as `step` events;
+                        c: characters (code points) of answer text delivered for record n, the model turn being
+                           written;
+                        d: a digest of those c characters (8 hex digits of their UTF-8's CRC-32), left out when c is 0.
 
 A subscriber that comes back with the last offset it saw (`Last-Event-ID`) is sent what follows it and
 nothing before: the rest of record n's text from character c, then the records after n. Text a retried attempt
@@ -24,6 +27,12 @@ its c characters are withdrawn and the text sent whole. An offset without a dige
 an older `serve` hold) is taken to be a prefix of the text now written. Events that describe the run's present rather
 than its log (`state`, `approvals`) are snapshots: they carry the current offset and are sent again on every
 (re)connection, which is harmless since each replaces the one before.
+
+An offset this run cannot have reached (of an earlier run that had the same id, or past the end of its log) is not
+taken at its word, which would send the `end` of a run and none of its steps: the subscriber is
+sent a `reset` (drop all you hold of this run), then the whole run from its start, so it ends up holding exactly the
+run's log. A 400 would say the same to a client written for it, but a browser's `EventSource` sends its last id by
+itself on every reconnection and takes a refusal as the end of the stream, never to try again.
 """
 
 from __future__ import annotations
@@ -52,7 +61,9 @@ POLL_SECONDS = 0.1
 """How often a watcher reads a run that is working: the model activity publishes text every 50-100 ms."""
 IDLE_POLL_SECONDS = 0.5
 """How often it reads one that waits (a session between messages, a call waiting for approval)."""
-_OFFSET = re.compile(r"^(\d{1,9})-(\d{1,12})(?:-([0-9a-f]{8}))?$")
+LIMITS = ("max_steps", "max_seconds", "max_tokens", "max_cost_usd")
+"""The budgets a run uses up, which the `state` event shows as its `limits` beside what is used of each."""
+_OFFSET = re.compile(r"^(?:([0-9a-f]{8})\.)?(\d{1,9})-(\d{1,12})(?:-([0-9a-f]{8}))?$")
 
 
 def digest(text: str) -> str:
@@ -69,33 +80,43 @@ def _hex(crc: int) -> str:
     return f"{crc:08x}"
 
 
-@dataclass(frozen=True, order=True)
+def run_tag(first_run_id: str) -> str:
+    """What an offset carries of the run it is a point of: 8 hex digits of the CRC-32 of the Temporal run id that
+    began its continue-as-new chain, which stays the same as the chain continues and differs for a reused id."""
+    return _hex(zlib.crc32(first_run_id.encode()))
+
+
+@dataclass(frozen=True)
 class Offset:
-    """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text, and
-    `digest` of those characters (None when `chars` is 0, or from a client that sent none)."""
+    """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text,
+    `digest` of those characters (None when `chars` is 0, or from a client that sent none), and `run`, the tag of
+    the run it is a point of (`run_tag`; None from a client of an older `serve`)."""
 
     records: int = 0
     chars: int = 0
     digest: str | None = None
+    run: str | None = None
 
     def __str__(self) -> str:
-        return (
+        point = (
             f"{self.records}-{self.chars}-{self.digest}"
             if self.chars and self.digest
             else f"{self.records}-{self.chars}"
         )
+        return f"{self.run}.{point}" if self.run else point
 
     @classmethod
     def parse(cls, text: str) -> Offset:
         """The offset an SSE `id:` carried; a `ValueError` for anything else."""
         matched = _OFFSET.match(text.strip())
-        if matched is None or (matched.group(3) is not None and int(matched.group(2)) == 0):
+        if matched is None or (matched.group(4) is not None and int(matched.group(3)) == 0):
             raise ValueError(
-                f"{text!r} is not an offset of this server's events: they look like 12-340-1a2b3c4d"
-                " (records-characters-digest; no digest when characters is 0); send back the id of the last event"
+                f"{text!r} is not an offset of this server's events: they look like 5e0a77b2.12-340-1a2b3c4d"
+                " (run.records-characters-digest; no digest when characters is 0); send back the id of the last event"
                 " received, as it was"
             )
-        return cls(int(matched.group(1)), int(matched.group(2)), matched.group(3))
+        run, records, chars, crc = matched.groups()
+        return cls(int(records), int(chars), crc, run)
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,8 @@ class Snapshot:
     closed: bool
     error: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)
+    chain: str | None = None
+    """The run's tag (`run_tag`), None when the run could not be read."""
 
 
 class _Watcher:
@@ -215,6 +238,8 @@ class _Watcher:
     async def _read(self) -> Snapshot:
         temporal = self.client.temporal.get_workflow_handle(self.run_id)
         description = await temporal.describe()
+        info = description.raw_description.workflow_execution_info
+        chain = run_tag(info.first_run_id) if info.first_run_id else None  # a server too old to say: no check
         if self.push is not None:
             if not self._discovered:  # subscribed before the model writes, wherever its call will run
                 self._discovered = True
@@ -236,12 +261,12 @@ class _Watcher:
         try:
             state = await self.handle.state()
         except (RunWithoutResult, RunFailed) as err:  # closed without a result (terminated, timed out, failed)
-            return Snapshot([], {}, None, [], closed=True, error=str(err), limits=self._limits)
+            return Snapshot([], {}, None, [], closed=True, error=str(err), limits=self._limits, chain=chain)
         approvals: list[dict[str, Any]] = []
         if running and (state.status == "awaiting_approval" or any(s.ended_at is None for s in state.steps)):
             approvals = [a.model_dump(mode="json") for a in await self.handle.pending_approvals()]
         closed = not running and description.status != WorkflowExecutionStatus.CONTINUED_AS_NEW
-        return Snapshot(state.steps, live, state, approvals, closed=closed, limits=self._limits)
+        return Snapshot(state.steps, live, state, approvals, closed=closed, limits=self._limits, chain=chain)
 
     async def _read_limits(self) -> dict[str, Any]:
         """The budgets the run was started with, to show what is used of each."""
@@ -249,7 +274,7 @@ class _Watcher:
             budgets = (await self.handle.run_input()).agent.budgets
         except Exception:
             return {}
-        return {"max_steps": budgets.max_steps, "max_tokens": budgets.max_tokens, "max_cost_usd": budgets.max_cost_usd}
+        return {name: getattr(budgets, name) for name in LIMITS}
 
 
 class PolledFeed:
@@ -314,7 +339,11 @@ class _Subscriber:
 
     def __init__(self, run_id: str, after: Offset, ui_url: str) -> None:
         self.run_id = run_id
-        self.at = after
+        self.came = after
+        """The offset the subscriber came with, as it sent it."""
+        self.run = after.run
+        """The tag of the run this subscriber's offsets are points of, once read (the one it sent until then)."""
+        self.at = dataclasses.replace(after, run=None)
         self.ui_url = ui_url
         self.shown: str | None = None if after.chars else ""
         """The text sent for record `at.records`; None after a reconnection, when only its length (and digest) is
@@ -325,6 +354,31 @@ class _Subscriber:
         self.ended = False
 
     def events(self, snapshot: Snapshot) -> list[tuple[Offset, FeedEvent]]:
+        """The events that bring this subscriber to `snapshot`, each with the offset it reaches, tagged with the
+        run."""
+        out = self._reset(snapshot) + self._catch_up(snapshot)
+        return [(dataclasses.replace(offset, run=self.run), event) for offset, event in out]
+
+    def _reset(self, snapshot: Snapshot) -> list[tuple[Offset, FeedEvent]]:
+        """A `reset` to the start of the run when this subscriber's offset is no point of it: of another run of the
+        same id, or past the end of its log (which only grows)."""
+        steps, came = snapshot.steps, self.came
+        if snapshot.chain is not None and self.run not in (None, snapshot.chain):
+            why = f"{came} is an offset of an earlier run of the id {self.run_id!r}, which has closed since"
+        elif snapshot.state is not None and (
+            self.at.records > len(steps) or (self.at.records == len(steps) and self.at.chars > 0)
+        ):
+            why = f"{came} is past the end of run {self.run_id}, whose log has {len(steps)} records"
+        else:
+            why = None
+        self.run = snapshot.chain or self.run
+        if why is None:
+            return []
+        self.at, self.shown, self.crc, self.sent = Offset(), "", 0, {}
+        reason = f"{why}: drop what you hold of this run; it is sent again from its start"
+        return [(self.at, FeedEvent("reset", {"run_id": self.run_id, "offset": str(came), "reason": reason}))]
+
+    def _catch_up(self, snapshot: Snapshot) -> list[tuple[Offset, FeedEvent]]:
         out: list[tuple[Offset, FeedEvent]] = []
         steps = snapshot.steps
         while self.at.records < len(steps) and steps[self.at.records].ended_at is not None:

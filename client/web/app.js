@@ -147,6 +147,7 @@ function handle(kind, data) {
   if (kind === "step") step(data.index, data.record);
   else if (kind === "delta") answer(data.index).append(data.text);
   else if (kind === "retract") retract(data.index, data.chars);
+  else if (kind === "reset") reset();
   else if (kind === "state") showState(data);
   else if (kind === "approvals") {
     state.approvals.set(data.run_id, data.pending);
@@ -193,6 +194,13 @@ function retract(index, chars) {
   const text = answer(index);
   const points = Array.from(text.textContent);
   text.textContent = points.slice(0, Math.max(0, points.length - chars)).join("");
+}
+
+function reset() {
+  // The offset this page resumed from is no point of the run (the id now names a newer run): the run comes again
+  // from its start, so what the page shows of it goes.
+  $("log").replaceChildren();
+  state.open = [];
 }
 
 function step(index, record) {

@@ -67,7 +67,9 @@ async def test_a_new_subscriber_is_sent_the_whole_conversation_from_the_start(se
         "again",
         "second answer",
     ]
-    assert [e.id for e in seen if e.kind == "step"] == ["1-0", "2-0", "3-0", "4-0"]
+    ids = [str(e.id) for e in seen if e.kind == "step"]
+    assert [i.split(".")[1] for i in ids] == ["1-0", "2-0", "3-0", "4-0"]
+    assert len({i.split(".")[0] for i in ids}) == 1, "each offset names the run, the same for all"
 
 
 async def test_a_runs_approval_is_listed_and_approved_and_the_run_goes_on(server: Served, opened):
@@ -152,12 +154,14 @@ async def test_offsets_run_on_across_continue_as_new_and_a_stream_resumes_past_i
             assert sent.status_code == 200, sent.text
         async with events(http, session_id) as stream:
             whole, _ = await stream.until("step", lambda d: d["index"] == 15)
-        async with events(http, session_id, last_event_id="9-0") as stream:
+        [ninth] = [e.id for e in whole if e.kind == "step" and e.data["index"] == 8]  # names the run: one chain
+        async with events(http, session_id, last_event_id=ninth) as stream:
             rest, _ = await stream.until("step", lambda d: d["index"] == 15)
     assert len(await server.feed.client.get(session_id).histories()) >= 2, "the session did not continue as new"
     contents = [e.data["record"]["content"] for e in whole if e.kind == "step"]
     assert contents == [text for n in range(8) for text in (f"q{n}", f"answer {n}")]
     assert [e.data["index"] for e in rest if e.kind == "step"] == list(range(9, 16))
+    assert not [e for e in rest if e.kind == "reset"], "the chain's runs were taken for runs of a reused id"
 
 
 async def test_a_session_starts_from_an_agent_file_named_relative_to_the_agents_folder(

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from stalwart.client.serve.feed import FeedEvent, Offset, Snapshot, _Subscriber, digest
-from stalwart.contracts.run import StepRecord
+from stalwart.client.serve.feed import FeedEvent, Offset, Snapshot, _Subscriber, digest, run_tag
+from stalwart.contracts.messages import Usage
+from stalwart.contracts.run import RunState, StepRecord
 from stalwart.contracts.stream import StreamProgress
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -58,12 +59,74 @@ def _logged(subscriber: _Subscriber, snapshot: Snapshot) -> list[tuple[str, str,
     ]
 
 
+def _read(*steps: StepRecord, chain: str = run_tag("first-run-id"), closed: bool = False) -> Snapshot:
+    """A snapshot as a watcher reads it from Temporal: the run's tag, and its state with the step log."""
+    state = RunState(agent="a", goal="hi", status="done" if closed else "running", steps=list(steps), usage=Usage())
+    return Snapshot(list(steps), {}, state, [], closed=closed, chain=chain)
+
+
 def test_an_offset_reads_back_as_itself_and_anything_else_is_refused():
     assert Offset.parse(str(Offset(12, 340, "1a2b3c4d"))) == Offset(12, 340, "1a2b3c4d")
     assert Offset.parse(str(Offset(12, 0))) == Offset(12, 0)
-    for wrong in ("", "12", "12-", "-3", "a-b", "1-2-3", "1-2-1A2B3C4D", "1-2-1a2b3c4", "1-0-1a2b3c4d", "1-2-3-4"):
-        with pytest.raises(ValueError, match="records-characters-digest"):
+    assert Offset.parse(str(Offset(12, 340, "1a2b3c4d", "5e0a77b2"))) == Offset(12, 340, "1a2b3c4d", "5e0a77b2")
+    assert Offset.parse("5e0a77b2.4-0") == Offset(4, 0, None, "5e0a77b2")
+    wrongs = ("", "12", "12-", "-3", "a-b", "1-2-3", "1-2-1A2B3C4D", "1-2-1a2b3c4", "1-0-1a2b3c4d", "1-2-3-4")
+    for wrong in (*wrongs, "5e0a77b2.", "5e0a77b.1-0", "5e0a77b2-1-0", ".1-0", "5E0A77B2.1-0"):
+        with pytest.raises(ValueError, match="run.records-characters-digest"):
             Offset.parse(wrong)
+
+
+def test_every_offset_names_the_run_it_is_a_point_of():
+    subscriber = _Subscriber("r", Offset(), "ui")
+    events = subscriber.events(_read(_user("hi"), _turn(1, "Hello.", ended=True, final=True)))
+    assert {offset.run for offset, _ in events} == {run_tag("first-run-id")}
+    assert [str(o) for o, e in events if e.kind == "step"] == [
+        f"{run_tag('first-run-id')}.1-0",
+        f"{run_tag('first-run-id')}.2-0",
+    ]
+
+
+def test_an_offset_past_the_end_of_the_log_resets_the_subscriber_then_sends_the_run_from_its_start():
+    subscriber = _Subscriber("r", Offset(999, 0), "ui")
+    events = subscriber.events(_read(_user("hi"), _turn(1, "Hello.", ended=True, final=True), closed=True))
+    assert [(str(o).split(".")[-1], e.kind) for o, e in events if e.kind in ("reset", "step", "end")] == [
+        ("0-0", "reset"),
+        ("1-0", "step"),
+        ("2-0", "step"),
+        ("2-0", "end"),
+    ]
+    [reset] = [e for _, e in events if e.kind == "reset"]
+    assert reset.data["offset"] == "999-0" and "past the end" in reset.data["reason"]
+
+
+def test_an_offset_into_the_text_of_a_record_the_log_has_not_reached_resets_the_subscriber():
+    subscriber = _Subscriber("r", _after(1, "The ans"), "ui")
+    assert [e.kind for _, e in subscriber.events(_read(_user("hi")))][:2] == ["reset", "step"]
+
+
+def test_an_offset_of_an_earlier_run_of_the_same_id_resets_the_subscriber_even_within_the_log():
+    earlier = Offset(1, 0, None, run_tag("an-earlier-run-id"))
+    subscriber = _Subscriber("r", earlier, "ui")
+    events = subscriber.events(_read(_user("hi"), _turn(1, "Hello.", ended=True, final=True)))
+    assert [(e.kind, e.data.get("index")) for _, e in events if e.kind in ("reset", "step")] == [
+        ("reset", None),
+        ("step", 0),
+        ("step", 1),
+    ]
+    assert "earlier run" in events[0][1].data["reason"]
+
+
+def test_an_offset_of_this_run_within_its_log_resumes_without_a_reset():
+    subscriber = _Subscriber("r", Offset(1, 0, None, run_tag("first-run-id")), "ui")
+    events = subscriber.events(_read(_user("hi"), _turn(1, "Hello.", ended=True, final=True)))
+    assert [(e.kind, e.data.get("index")) for _, e in events if e.kind in ("reset", "step")] == [("step", 1)]
+
+
+def test_an_offset_is_not_judged_on_a_run_that_could_not_be_read():
+    subscriber = _Subscriber("r", Offset(5, 0, None, run_tag("an-earlier-run-id")), "ui")
+    unread = Snapshot([], {}, None, [], closed=False, error="cannot read run r: unavailable")
+    assert [e.kind for _, e in subscriber.events(unread)] == ["state", "approvals"]
+    assert subscriber.at == Offset(5, 0)
 
 
 def test_an_offset_without_a_digest_is_still_read_as_older_clients_send_it():
