@@ -175,3 +175,13 @@ async def test_a_session_starts_from_an_agent_file_named_relative_to_the_agents_
         opened.append(session_id)
         answer = await http.post(f"/api/sessions/{session_id}/messages", json={"message": "hi", "wait": True})
     assert answer.json()["answer"] == "hello"
+
+
+async def test_the_state_event_shows_every_budget_the_run_uses_up_among_its_limits(server: Served):
+    budgets = {"max_steps": 7, "max_seconds": 300, "max_tokens": 5000, "max_cost_usd": 0.5}
+    async with server.client() as http:
+        started = await http.post("/api/runs", json={"agent_spec": {**chatter("ok"), "budgets": budgets}, "goal": "go"})
+        assert started.status_code == 201, started.text
+        async with events(http, started.json()["run_id"]) as stream:
+            _, state = await stream.until("state", lambda d: d.get("limits"))
+    assert state.data["limits"] == budgets
