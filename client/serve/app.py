@@ -45,6 +45,7 @@ from stalwart.client.api import (
 )
 from stalwart.client.queries import InvalidQuery
 from stalwart.client.reader import RunWithoutResult
+from stalwart.client.serve.decisions import taken
 from stalwart.client.serve.feed import Feed, Offset, PolledFeed, exists
 from stalwart.client.serve.guards import Guard, OriginGuard
 from stalwart.client.serve.openapi import Endpoint, document
@@ -89,7 +90,10 @@ def error(status: int, code: str, message: str, **headers: str) -> JSONResponse:
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: no field it does not name, and each of the type it says (`"yes"` or 1 is no boolean, 7 no
+    text), so a wrong shape is refused naming the field rather than read as something the app did not mean."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 _B = TypeVar("_B", bound=_Body)
@@ -322,6 +326,14 @@ class _Api:
             else:
                 await handle.reject(call_id, reason=body.reason or "", reviewer=body.reviewer)
         except WorkflowUpdateFailedError as err:
+            earlier = await taken(self.client, run_id, call_id)
+            if earlier is not None:
+                raise ApiError(
+                    409,
+                    "already_decided",
+                    f"tool call {call_id!r} of run {run_id} has been {earlier} already: a call is decided once; "
+                    f"GET /api/runs/{run_id} shows what it did",
+                ) from None
             raise ApiError(
                 404, "no_such_call", f"run {run_id} has no call {call_id} waiting for approval: {_cause(err)}"
             ) from None
@@ -373,7 +385,13 @@ def _cause(err: WorkflowUpdateFailedError) -> str:
 
 
 def _agent(path: str | None, spec: dict[str, Any] | None, agents_dir: Path | None) -> AgentSpec:
-    if (path is None) == (spec is None):
+    if path is not None and spec is not None:
+        raise ApiError(
+            400,
+            "agent_twice",
+            "give the agent once: as `agent` (a file path on the server) or as `agent_spec`, not both",
+        )
+    if path is None and spec is None:
         raise ApiError(400, "agent_required", "give the agent as `agent` (a file path on the server) or `agent_spec`")
     if spec is not None:
         try:

@@ -110,6 +110,46 @@ async def test_a_rejection_needs_a_reason_and_the_model_reads_it(server: Served,
     assert "not today" in (tool["result"] or "") + (tool["error"] or "")
 
 
+async def _decided_in_a_session(http, opened: list[str], path: str, body: dict) -> tuple[str, str]:
+    """A session's gated call decided (`path`: approve or reject, with `body`), its turn over and the session still
+    open: the session and the call's id."""
+    session_id = await open_session(http, gated_calculator(), opened)
+    await http.post(f"/api/sessions/{session_id}/messages", json={"message": "17*23+4?"})
+    [pending] = await _until_pending(http, session_id)
+    decided = await http.post(f"/api/runs/{session_id}/approvals/{pending['call_id']}/{path}", json=body)
+    assert decided.status_code == 200, decided.text
+    async with events(http, session_id) as stream:
+        await stream.until("step", lambda d: d["record"]["role"] == "assistant" and d["record"]["final"])
+    return session_id, pending["call_id"]
+
+
+async def test_a_second_approval_of_a_call_is_refused_409_saying_it_was_approved_already(server: Served, opened):
+    async with server.client() as http:
+        session_id, call_id = await _decided_in_a_session(http, opened, "approve", {"reviewer": "ops"})
+        again = await http.post(f"/api/runs/{session_id}/approvals/{call_id}/approve", json={})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["code"] == "already_decided"
+    assert f"tool call {call_id!r} of run {session_id} has been approved by ops already" in again.text
+
+
+async def test_an_approval_of_a_rejected_call_is_refused_409_saying_who_rejected_it_and_why(server: Served, opened):
+    async with server.client() as http:
+        rejection = {"reason": "not today", "reviewer": "ops"}
+        session_id, call_id = await _decided_in_a_session(http, opened, "reject", rejection)
+        again = await http.post(f"/api/runs/{session_id}/approvals/{call_id}/approve", json={})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["code"] == "already_decided"
+    assert "has been rejected by ops (not today) already" in again.text
+
+
+async def test_a_decision_on_a_call_no_run_made_is_still_refused_404(server: Served, opened):
+    async with server.client() as http:
+        session_id, _ = await _decided_in_a_session(http, opened, "approve", {})
+        unknown = await http.post(f"/api/runs/{session_id}/approvals/call_never_made/approve", json={})
+    assert unknown.status_code == 404, unknown.text
+    assert unknown.json()["error"]["code"] == "no_such_call"
+
+
 async def test_the_step_log_and_the_result_of_a_finished_run_are_read(server: Served, opened):
     async with server.client() as http:
         started = await http.post("/api/runs", json={"agent_spec": chatter("done it"), "goal": "do it"})

@@ -106,6 +106,25 @@ async def test_a_body_of_the_wrong_shape_is_refused_400_naming_the_field(guarded
     assert "goal" in message and "colour" in message
 
 
+async def test_an_agent_given_both_as_a_file_and_as_a_spec_is_refused_400_saying_to_give_one(guarded: Served):
+    both = {"agent": "agents/calculator.toml", "agent_spec": chatter("x")}
+    async with guarded.client() as http:
+        run = await http.post("/api/runs", json={**both, "goal": "x"})
+        session = await http.post("/api/sessions", json=both)
+    for response in (run, session):
+        assert "not both" in _refusal(response, 400, "agent_twice")
+
+
+async def test_a_boolean_given_as_text_or_a_number_is_refused_400_naming_the_field(guarded: Served):
+    async with guarded.client() as http:
+        answers = [
+            await http.post("/api/sessions/any-session/messages", json={"message": "hi", "wait": wrong})
+            for wrong in ("yes", "true", 1, 0)
+        ]
+    for response in answers:
+        assert "wait" in _refusal(response, 400, "invalid_body")
+
+
 async def test_an_unknown_id_is_refused_404_naming_it(guarded: Served):
     async with guarded.client() as http:
         answers = [
