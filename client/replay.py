@@ -238,13 +238,9 @@ def read_history(path: Path) -> WorkflowHistory:
     if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
         # The replayer waits forever on a history that does not start a workflow.
         raise HistoryFileError(f"{path}: not a workflow history: its first event does not start a workflow run; {fix}")
-    out_of_place = next((n for n, event in enumerate(history.events, 1) if event.event_id != n), None)
-    if out_of_place is not None:
-        # The SDK core panics on such a history, and the replayer then waits forever for its answer.
-        raise HistoryFileError(
-            f"{path}: not a whole workflow history: its events must be numbered 1, 2, 3... in order, and in place of "
-            f"event {out_of_place} is {_numbered(history.events[out_of_place - 1])}; {fix}, unedited"
-        )
+    broken = _not_as_recorded(history.events)
+    if broken is not None:
+        raise HistoryFileError(f"{path}: not a workflow history as Temporal records one: {broken}; {fix}, unedited")
     started = history.events[0].workflow_execution_started_event_attributes
     if not (isinstance(record, dict) and "workflowId" in record) and started.workflow_id:
         history = WorkflowHistory(started.workflow_id, history.events)
@@ -258,13 +254,41 @@ def read_history(path: Path) -> WorkflowHistory:
     return history
 
 
-def _numbered(event: HistoryEvent) -> str:
-    """How an event out of place is numbered: the file says which event is missing, repeated or moved."""
-    return (
-        f"event {event.event_id} ({_event_type(event)})"
-        if event.event_id
-        else f"an event without a number ({_event_type(event)})"
+# What may follow a workflow task's start: the task's end, or the run's.
+_ENDS_A_TASK = frozenset(
+    EventType.Value(f"EVENT_TYPE_{name}")
+    for name in (
+        "WORKFLOW_TASK_COMPLETED",
+        "WORKFLOW_TASK_FAILED",
+        "WORKFLOW_TASK_TIMED_OUT",
+        "WORKFLOW_EXECUTION_TERMINATED",
+        "WORKFLOW_EXECUTION_TIMED_OUT",
     )
+)
+
+
+def _not_as_recorded(events: Sequence[HistoryEvent]) -> str | None:
+    """What in these events no server records, of what the SDK core's replayer checks (its `HistoryInfo`).
+
+    The core panics on each of them instead of failing the replay, and the replayer then waits forever for the
+    answer of a worker that died (SIGTERM too): events out of order, repeated or missing (an edited file), a
+    workflow task's start followed by anything but its end, a started event without its task queue."""
+    for number, event in enumerate(events, 1):
+        if event.event_id != number:
+            actual = f"event {event.event_id}" if event.event_id else "an event without a number"
+            return (
+                f"its events must be numbered 1, 2, 3... in order, and in place of event {number} is {actual} "
+                f"({_event_type(event)})"
+            )
+    for event, following in zip(events, events[1:], strict=False):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED and following.event_type not in _ENDS_A_TASK:
+            return (
+                f"event {event.event_id} starts a workflow task and event {following.event_id} "
+                f"({_event_type(following)}) does not end it"
+            )
+    if not events[0].workflow_execution_started_event_attributes.HasField("task_queue"):
+        return "its first event does not name the run's task queue"
+    return None
 
 
 async def replay_files(paths: Iterable[Path], workflows: Sequence[type] = (AgentWorkflow,)) -> list[ReplayOutcome]:

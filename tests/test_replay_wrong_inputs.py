@@ -201,16 +201,22 @@ def test_replay_of_a_run_id_instead_of_a_file_says_how_to_replay_the_live_run(tm
     assert err.startswith("error: calc-chat: cannot be read") and """--query 'WorkflowId="calc-chat"'""" in err, err
 
 
-def _events_out_of_order(folder: Path, shape: str) -> Path:
-    """The recorded calculator run with its events 2 and 3 swapped, event 7 repeated, or event 7 left out."""
+def _edited(folder: Path, shape: str) -> Path:
+    """The recorded calculator run, edited as no server records a history."""
     record = json.loads(RECORDED.read_text())
     events = record["events"]
     if shape == "swapped":
         events[1], events[2] = events[2], events[1]
     elif shape == "repeated":
         events.insert(7, events[6])
-    else:
+    elif shape == "missing":
         del events[6]
+    elif shape == "task-not-ended":  # events 2 and 3 swapped, then numbered again
+        events[1], events[2] = events[2], events[1]
+        for number, event in enumerate(events, 1):
+            event["eventId"] = str(number)
+    else:
+        del events[0]["workflowExecutionStartedEventAttributes"]["taskQueue"]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{shape}.json"
     path.write_text(json.dumps(record))
@@ -220,19 +226,21 @@ def _events_out_of_order(folder: Path, shape: str) -> Path:
 @pytest.mark.parametrize(
     ("shape", "said"),
     [
-        ("swapped", "in place of event 2 is event 3 (WorkflowTaskStarted)"),
+        ("swapped", "numbered 1, 2, 3... in order, and in place of event 2 is event 3 (WorkflowTaskStarted)"),
         ("repeated", "in place of event 8 is event 7"),
         ("missing", "in place of event 7 is event 8"),
+        ("task-not-ended", "event 2 starts a workflow task and event 3 (WorkflowTaskScheduled) does not end it"),
+        ("no-task-queue", "its first event does not name the run's task queue"),
     ],
 )
-def test_a_history_whose_events_are_out_of_order_is_refused_naming_the_first_out_of_place(
-    tmp_path, capsys, shape, said
-):
-    """Events 2 and 3 swapped made the SDK core panic, and the replay then waited forever (SIGTERM too)."""
-    path = _events_out_of_order(tmp_path, shape)
+def test_a_history_edited_as_no_server_records_one_is_refused_saying_how(tmp_path, capsys, shape, said):
+    """Events 2 and 3 swapped (numbered again or not) or a started event without its task queue made the SDK core
+    panic, and the replay then waited forever, SIGTERM too; an event repeated or left out was blamed on the code
+    as a divergence."""
+    path = _edited(tmp_path, shape)
     assert main(["replay", str(path)]) == EXIT_USAGE
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"error: {path}: not a whole workflow history"), err
+    assert out == "" and err.startswith(f"error: {path}: not a workflow history as Temporal records one: "), err
     assert said in err and "Traceback" not in err, err
 
 
