@@ -34,7 +34,16 @@ from stalwart.client.unknown_runs import naming_unknown_runs
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.model import Contract
-from stalwart.contracts.run import AgentResult, RunEvent, RunHeading, RunState, StepArchive, StepRecord, run_metrics
+from stalwart.contracts.run import (
+    AgentResult,
+    RunEvent,
+    RunHeading,
+    RunState,
+    RunStatus,
+    StepArchive,
+    StepRecord,
+    run_metrics,
+)
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
@@ -55,8 +64,13 @@ _Input = TypeVar("_Input", bound=Contract)
 _STATUS_PREFIX = "WORKFLOW_EXECUTION_STATUS_"
 
 
+_CLOSED_STATUSES: dict[str, RunStatus] = {"terminated": "terminated", "timed_out": "timed_out", "canceled": "cancelled"}
+"""A run's status when Temporal closed it without a result, by Temporal's name for it; any other is `failed`."""
+
+
 class RunWithoutResult(RunFailed, RuntimeError):
-    """The run was closed (terminated, timed out, failed) without the result its step log is read from."""
+    """Raised by no read: a run closed without a result is read from its history (`_ended_without_result`). Kept
+    for code that catches it."""
 
 
 class _Unanswered(Exception):
@@ -185,9 +199,13 @@ class RunReader:
     async def pending_approvals(self) -> list[PendingApproval]:
         """Tool calls of this run that wait for a person's decision.
 
-        With no worker running, they are read from the run's history and `offline` says so.
+        With no worker running, they are read from the run's history and `offline` says so. A run that has ended
+        has none, whatever a replay of its history would say of a call it waited on when it was terminated.
         """
         self.offline = None
+        self.closed = not (await self.describe()).running
+        if self.closed:
+            return []
         try:
             return cast(list[PendingApproval], await self._ask("pending_approvals", list[PendingApproval]))
         except _Unanswered:
@@ -281,10 +299,7 @@ class RunReader:
         if description.running:
             return None
         if not description.completed:
-            raise RunWithoutResult(
-                f"run {self.run_id} ended {description.status_name} without a result{await self._why_closed()}; "
-                f"`temporal workflow show -w {self.run_id}` shows its history"
-            )
+            return await self._ended_without_result(description)
         run_input, result = await self._first_input(RunHeading), await self._recorded_result()
         return RunState(
             agent=run_input.agent.name,
@@ -301,17 +316,29 @@ class RunReader:
             metrics=result.metrics,
         )
 
-    async def _why_closed(self) -> str:
-        """What the event that closed the run without a result says of why (a failure's message, a termination's
-        reason), after a colon; empty when it says nothing."""
-        async for event in self.history_events(close_event=True):
-            if event.HasField("workflow_execution_failed_event_attributes"):
-                failure = await self._converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
-                why = getattr(failure, "message", None) or str(failure)
-            else:
-                why = event.workflow_execution_terminated_event_attributes.reason
-            return f": {why}" if why else ""
-        return ""
+    async def _ended_without_result(self, description: RunDescription) -> RunState:
+        """A run closed from outside or by a failure (terminated, timed out, failed): every step it took, read from
+        its history as for a run no worker answers, with Temporal's status and, in `error`, why it closed."""
+        from stalwart.client import offline  # the agent spec's contracts: only a run closed this way needs them
+
+        events = [event async for event in self.history_events()]
+        state, _ = await offline.rebuild(events, description.search_attributes, self._converter)
+        status = _CLOSED_STATUSES.get(description.status_name, "failed")
+        why = await self._why_closed(events[-1])
+        ended = f"the run {status.replace('_', ' ')}" + (f": {why}" if why else "")
+        closed_at = events[-1].event_time.ToDatetime().astimezone()
+        steps = [
+            step if step.ended_at is not None else step.model_copy(update={"ended_at": closed_at, "error": ended})
+            for step in state.steps
+        ]  # a call in flight or waiting for a decision when the run closed never finished
+        return state.model_copy(update={"status": status, "error": ended, "offline": None, "steps": steps})
+
+    async def _why_closed(self, event: HistoryEvent) -> str:
+        """What the event that closed the run says of why (a failure's message, a termination's reason), or ''."""
+        if event.HasField("workflow_execution_failed_event_attributes"):
+            failure = await self._converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+            return getattr(failure, "message", None) or str(failure)
+        return event.workflow_execution_terminated_event_attributes.reason
 
     async def _recorded_result(self) -> AgentResult:
         """The result a completed run recorded, its earlier steps joined back from storage."""

@@ -33,8 +33,12 @@ RunStatus = Literal[
     "error",
     "closed",
     "idle",
+    "terminated",
+    "timed_out",
+    "failed",
 ]
-"""`waiting`: a session between messages."""
+"""`waiting`: a session between messages. The last three are Temporal's, for a run it closed without a result: ended
+from outside (`temporal workflow terminate`, an execution timeout) or failed as a workflow (an input it refused)."""
 StepRole = Literal["user", "assistant", "tool"]
 _T = TypeVar("_T")
 

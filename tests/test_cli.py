@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -32,6 +33,17 @@ def stalwart(*args: str, address: str | None = None) -> subprocess.CompletedProc
     return subprocess.run(
         [*STALWART, *args, *extra], capture_output=True, text=True, cwd=REPO, env=env, stdin=subprocess.DEVNULL
     )
+
+
+def _careful_agent(folder: Path) -> Path:
+    """An agent file whose calculator call `add` (2+3) waits for approval, then answers 5."""
+    agent_file = folder / "careful.toml"
+    agent_file.write_text(
+        'name = "careful"\ntools = ["calculator"]\nrequire_approval = ["calculator"]\n'
+        '[[scripted]]\ntool_calls = [{ name = "calculator", arguments = { expression = "2+3" }, id = "add" }]\n'
+        '[[scripted]]\ntext = "5"\n'
+    )
+    return agent_file
 
 
 def test_garbage_collection_paused_for_a_commands_imports_resumes_once_the_command_first_waits():
@@ -123,13 +135,28 @@ def test_run_json_prints_only_the_result_as_json_on_stdout(tmp_path):
 
 
 @pytest.mark.slow
-async def test_show_of_a_terminated_run_says_it_has_no_result_without_a_traceback(dev_env, task_queue):
-    handle = await StalwartClient(dev_env.client, task_queue=task_queue).start(AGENTS_DIR / "calculator.toml", "2+2?")
-    await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="stuck on a test")
-    show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=dev_env.address)
-    assert show.returncode == 1
-    assert show.stderr.startswith(f"error: run {handle.run_id} ended terminated without a result: stuck on a test;")
-    assert "Traceback" not in show.stderr
+async def test_show_and_pending_of_a_terminated_run_give_every_step_it_took_and_why_it_ended(
+    dev_env, task_queue, tmp_path
+):
+    agent_file = _careful_agent(tmp_path)
+    client = StalwartClient(dev_env.client, task_queue=task_queue)
+    async with build_worker(dev_env.client, task_queue=task_queue):
+        handle = await client.start(agent_file, "add")
+        await until_pending(handle)
+        await dev_env.client.get_workflow_handle(handle.run_id).terminate(reason="stuck on a test")
+        show = await asyncio.to_thread(stalwart, "show", handle.run_id, address=dev_env.address)
+        pending = await asyncio.to_thread(stalwart, "pending", handle.run_id, address=dev_env.address)
+        state = await handle.state()
+    assert show.returncode == 0, show.stderr
+    assert f"run {handle.run_id} · agent careful · status terminated" in show.stdout
+    assert 'calculator(expression="2+3") → ERROR the run terminated: stuck on a test' in show.stdout
+    assert "error: the run terminated: stuck on a test" in show.stdout
+    assert state.status == "terminated" and [s.role for s in state.steps] == ["user", "assistant", "tool"]
+    assert (
+        pending.returncode == 0
+        and "has ended, so none of its calls waits" in pending.stdout
+        and "call add" not in pending.stdout
+    )
 
 
 @pytest.mark.slow
@@ -141,9 +168,9 @@ async def test_show_of_a_run_that_failed_says_why_it_failed(dev_env, task_queue)
         with pytest.raises(WorkflowFailureError):
             await started.result()
     show = await asyncio.to_thread(stalwart, "show", started.id, address=dev_env.address)
-    assert show.returncode == 1
-    assert show.stderr.startswith(f"error: run {started.id} ended failed without a result: invalid run input:")
-    assert "agent;   Field required" in show.stderr
+    assert show.returncode == 0, show.stderr
+    assert "status failed" in show.stdout and "error: the run failed: invalid run input:" in show.stdout
+    assert "agent;   Field required" in show.stdout
 
 
 @pytest.mark.slow
@@ -177,12 +204,7 @@ async def test_show_and_runs_read_a_finished_run_by_its_search_attributes(dev_en
 
 @pytest.mark.slow
 async def test_pending_and_approve_decide_a_waiting_call_from_another_process(dev_env, task_queue, tmp_path):
-    agent_file = tmp_path / "careful.toml"
-    agent_file.write_text(
-        'name = "careful"\ntools = ["calculator"]\nrequire_approval = ["calculator"]\n'
-        '[[scripted]]\ntool_calls = [{ name = "calculator", arguments = { expression = "2+3" }, id = "add" }]\n'
-        '[[scripted]]\ntext = "5"\n'
-    )
+    agent_file = _careful_agent(tmp_path)
     client = StalwartClient(dev_env.client, task_queue=task_queue)
     address = dev_env.address
     async with build_worker(dev_env.client, task_queue=task_queue):

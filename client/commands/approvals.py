@@ -108,7 +108,9 @@ async def pending(args: argparse.Namespace) -> int:
                 raise
             notes[run_id] = f"could not be read ({err})"
             continue
-        if handle.offline:
+        if handle.closed:
+            notes[run_id] = f"has ended, so none of its calls waits for a decision: `stalwart show {run_id}` says how"
+        elif handle.offline:
             notes[run_id] = handle.offline
     render.print_pending(runs, sys.stdout, notes=notes)
     return EXIT_OK
