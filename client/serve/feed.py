@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import re
 import zlib
 from collections.abc import AsyncIterator
@@ -86,6 +87,7 @@ def run_tag(first_run_id: str) -> str:
     return _hex(zlib.crc32(first_run_id.encode()))
 
 
+@functools.total_ordering
 @dataclass(frozen=True)
 class Offset:
     """A point of a run's feed: `records` step records delivered, `chars` characters of the next one's text,
@@ -96,6 +98,12 @@ class Offset:
     chars: int = 0
     digest: str | None = None
     run: str | None = None
+
+    def __lt__(self, other: object) -> bool:
+        """Offsets of one run are ordered by where they are in it: each one a subscriber is sent is past the last."""
+        if not isinstance(other, Offset):
+            return NotImplemented
+        return (self.records, self.chars) < (other.records, other.chars)
 
     def __str__(self) -> str:
         point = (

@@ -240,3 +240,12 @@ def test_two_subscribers_at_the_same_point_of_the_run_hold_the_same_offset():
     early.events(_snapshot(_user("hi"), _turn(1), live="The answer"))
     late.events(_snapshot(_user("hi"), _turn(1), live="The answer"))
     assert early.at == late.at == _after(1, "The answer")
+
+
+def test_offsets_are_ordered_by_where_they_are_in_the_run_whatever_run_they_name():
+    tag = run_tag("first-run-id")
+    assert sorted([Offset(2, 0, None, tag), Offset(1, 5, "1a2b3c4d", tag), Offset(1, 0)]) == [
+        Offset(1, 0),
+        Offset(1, 5, "1a2b3c4d", tag),
+        Offset(2, 0, None, tag),
+    ]
