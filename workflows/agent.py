@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.approvals import ApprovalGate
     from stalwart.workflows.chain import Chain, ContinueAsNew
     from stalwart.workflows.failures import innermost_message
+    from stalwart.workflows.finalize import stop_on_budget
     from stalwart.workflows.inbox import Inbox, message_text
     from stalwart.workflows.interactions import name_the_routes
     from stalwart.workflows.model_step import ModelFailed, ModelStep, truncated
@@ -235,8 +236,9 @@ class AgentWorkflow:
                     turn.hold_for_the_next_run()
                     raise ContinueAsNew()
                 exhausted = turn.budget.exhausted()
-                if exhausted is not None:
-                    return await self._stop_on_budget(turn, exhausted)
+                if exhausted is not None:  # perhaps after one last call for an answer (`finalize_on_budget`)
+                    self._error = await stop_on_budget(self._agent, self._chain, self._model, turn, exhausted)
+                    return exhausted
                 stop = await self._step(turn)
                 if stop is not None:
                     return stop
@@ -282,21 +284,6 @@ class AgentWorkflow:
         state.answer = reply.text
         self._chain.steps[-1].final = True
         return "done"
-
-    async def _stop_on_budget(self, turn: Turn, reason: StopReason) -> StopReason:
-        """Stop the turn on a spent budget, with one last model call without tools (`finalize_on_budget`) for
-        `max_steps`, `max_tokens` and `max_cost`. Never for `max_seconds`: no time is left for a call, and a turn
-        whose model failed every attempt until the deadline (`ModelFailed`) has no provider to ask."""
-        state = self._chain.state
-        if self._agent.budgets.finalize_on_budget and reason in ("max_steps", "max_tokens", "max_cost"):
-            budget = reason.removeprefix("max_")
-            state.unsent.append(Message(role="user", content=conversation.FINALIZE_PROMPT.format(budget=budget)))
-            reply = await self._model.ask(turn, tools_enabled=False)
-            state.answer = reply.text
-            self._chain.steps[-1].final = True
-        elif reason == "max_steps" and state.answer is None:  # typed output keeps the last answer it refused
-            state.answer = conversation.MAX_STEPS_ANSWER.format(n=self._agent.budgets.max_steps)
-        return reason
 
     def _finish(self, stop: StopReason) -> AgentResult:
         self._visibility.status = stop
