@@ -67,6 +67,24 @@ class RunSummary(Contract):
     temporal_status: str | None
 
 
+class UpdateRefused(UsageError, WorkflowUpdateFailedError):
+    """The run refused what was sent to it by update, saying why: a `StalwartError`, and still the SDK's
+    `WorkflowUpdateFailedError` (its `cause` the run's own refusal), so code that caught that keeps catching it."""
+
+    def __init__(self, said: str, cause: BaseException) -> None:
+        WorkflowUpdateFailedError.__init__(self, cause)
+        self.args = (said,)
+
+
+class DecisionRefused(UpdateRefused):
+    """An approval or rejection the run did not take: no such call waits (an unknown id, one already decided), or
+    the run has ended."""
+
+
+class MessageRefused(UpdateRefused):
+    """A message the session did not take: empty, over its `max_message_chars`, or sent while it closes."""
+
+
 class InvalidRunInput(UsageError, ValueError):
     """A run that cannot start as asked (a goal over the agent's limit): refused before anything is sent."""
 
@@ -145,7 +163,7 @@ class RunHandle(RunReader):
         max_steps = await self.max_steps() if progress else None
         while True:
             state = await self.state()
-            for event in events(state.steps, max_steps=max_steps):
+            for event in events(state.steps, max_steps=max_steps, status=state.status, answer=state.answer):
                 if event.event_id in delivered:
                     continue
                 delivered.add(event.event_id)
@@ -157,14 +175,25 @@ class RunHandle(RunReader):
             await asyncio.sleep(poll_interval)
 
     async def approve(self, call_id: str, *, reason: str | None = None, reviewer: str | None = None) -> None:
-        """Let a waiting tool call run. Raises `WorkflowUpdateFailedError` if no such call is waiting."""
-        await self._handle.execute_update(
-            "approve", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer)
-        )
+        """Let a waiting tool call run. Raises `DecisionRefused` if no such call waits, or the run has ended."""
+        await self._decide("approve", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
 
     async def reject(self, call_id: str, *, reason: str, reviewer: str | None = None) -> None:
-        """Refuse a waiting tool call; the model reads `reason` as the call's result."""
-        await self._handle.execute_update("reject", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
+        """Refuse a waiting tool call; the model reads `reason` as the call's result. Raises `DecisionRefused` as
+        `approve` does."""
+        await self._decide("reject", ApprovalDecision(call_id=call_id, reason=reason, reviewer=reviewer))
+
+    async def _decide(self, update: str, decision: ApprovalDecision) -> None:
+        try:
+            await self._handle.execute_update(update, decision)
+        except WorkflowUpdateFailedError as err:
+            said = f"{err.cause}; `pending_approvals()` lists the calls waiting"
+            raise DecisionRefused(said, err.cause) from err.cause
+        except RPCError as err:  # Temporal answers an update of a closed run as if the id were unknown
+            if (await self.describe()).running:
+                raise
+            said = f"run {self.run_id} has ended, so none of its calls waits for a decision; `state()` says how"
+            raise DecisionRefused(said, err) from err
 
     async def history(self) -> WorkflowHistory:
         """The latest run's full Temporal event history: the audit log, and the input of a replay test."""
@@ -182,9 +211,13 @@ class RunHandle(RunReader):
 
         return await model_input_at(self._client, await self.histories(), step)
 
-    async def cancel(self) -> None:
-        """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps."""
+    async def cancel(self) -> bool:
+        """Ask the run to stop; it ends with stop reason `cancelled` and keeps its steps. False, and nothing is sent,
+        when it had already ended (Temporal takes a cancellation of a closed run and does nothing)."""
+        if not (await self.describe()).running:
+            return False
         await self._handle.cancel()
+        return True
 
     async def stream(
         self, poll_interval: float = 0.1, *, progress: bool = False, push: bool = True
@@ -248,8 +281,8 @@ class SessionHandle(RunHandle):
         """Send a message and wait for the turn that reads it to end; that turn's result (its `output` an instance
         of `output_type` when given, as `RunHandle.result` gives it).
 
-        Raises `WorkflowUpdateFailedError` naming the problem when the session refuses the
-        message (empty, too long, or the session is closed).
+        Raises `MessageRefused` naming the problem when the session refuses the message (empty, too long, sent
+        while it closes), and `SessionClosed` when it has ended.
         """
         _output_spec(output_type)  # a type that cannot be read is refused before the message goes
         try:
@@ -257,8 +290,8 @@ class SessionHandle(RunHandle):
                 lambda: self._handle.execute_update("send", message, result_type=SendResult)
             )
             return turn.restored(message).with_output_as(output_type)
-        except WorkflowUpdateFailedError:
-            raise
+        except WorkflowUpdateFailedError as err:
+            raise MessageRefused(str(err.cause), err.cause) from err.cause
         except RPCError as err:
             description = await self._handle.describe()
             if description.status != WorkflowExecutionStatus.RUNNING:
@@ -273,8 +306,12 @@ class SessionHandle(RunHandle):
         await self._handle.signal("message", message)
 
     async def close(self) -> AgentResult:
-        """End the session once the messages already received are answered; its final result."""
-        await self._handle.execute_update("close", result_type=str)
+        """End the session once the messages already received are answered; its final result. Raises
+        `UpdateRefused` when the run is not a session."""
+        try:
+            await self._handle.execute_update("close", result_type=str)
+        except WorkflowUpdateFailedError as err:
+            raise UpdateRefused(str(err.cause), err.cause) from err.cause
         return await self.result()
 
 
@@ -424,7 +461,11 @@ class StalwartClient:
                 "send", message, start_workflow_operation=operation, result_type=SendResult
             )
 
-        return (await retrying_while_continuing(send)).restored(message).with_output_as(output_type)
+        try:
+            sent = await retrying_while_continuing(send)
+        except WorkflowUpdateFailedError as err:
+            raise MessageRefused(str(err.cause), err.cause) from err.cause
+        return sent.restored(message).with_output_as(output_type)
 
     def _start_options(self, spec: AgentSpec, what: str, *, status: str) -> dict[str, Any]:
         """What the Temporal UI shows of a new run, and its first search attributes (`start_metadata`, as a user's

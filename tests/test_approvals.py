@@ -9,7 +9,9 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from stalwart.activities.tools import tool
+from stalwart.client.api import DecisionRefused
 from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.errors import StalwartError
 
 from support.approvals import until_pending
 
@@ -98,6 +100,32 @@ async def test_approving_an_unknown_call_id_is_refused(stalwart, worker_with):
         await handle.reject("pay", reason="cleanup")
         await handle.result()
     assert "no tool call 'no-such-call' is waiting" in str(refused.value.cause)
+    assert isinstance(refused.value, DecisionRefused) and isinstance(refused.value, StalwartError)
+    assert "no tool call 'no-such-call' is waiting" in str(refused.value)
+
+
+async def test_a_second_decision_on_one_call_is_refused_saying_it_was_decided(stalwart, worker_with):
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await until_pending(handle)
+        await handle.reject("pay", reason="no")
+        with pytest.raises(DecisionRefused) as refused:
+            await handle.approve("pay")
+        await handle.result()
+    assert "pay" in str(refused.value) and transfers == []
+
+
+async def test_deciding_on_or_cancelling_a_run_that_has_ended_says_it_has_ended(stalwart, worker_with):
+    async with worker_with(transfer_money):
+        handle = await stalwart.start(banker(), "pay")
+        await until_pending(handle)
+        await handle.reject("pay", reason="no")
+        await handle.result()
+        with pytest.raises(DecisionRefused) as refused:
+            await handle.approve("pay")
+        cancelled = await handle.cancel()
+    assert f"run {handle.run_id} has ended, so none of its calls waits for a decision" in str(refused.value)
+    assert cancelled is False
 
 
 async def test_a_decision_whose_reason_is_too_long_to_record_is_refused_and_the_call_still_waits(stalwart, worker_with):

@@ -10,7 +10,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from stalwart.activities.tools import tool
-from stalwart.client.api import SessionClosed, SessionHandle, StalwartClient
+from stalwart.client.api import MessageRefused, SessionClosed, SessionHandle, StalwartClient
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, Budgets, ScriptedReply, ScriptedToolCall, SessionSettings
 from stalwart.contracts.run import AgentResult
@@ -77,6 +77,7 @@ async def test_a_bad_message_is_refused_before_it_enters_history(stalwart, worke
             await session.send(message)
         history = await session.history()
     assert why in str(refused.value.cause)
+    assert isinstance(refused.value, MessageRefused) and why in str(refused.value)
     assert not any(e.HasField("workflow_execution_update_accepted_event_attributes") for e in history.events)
 
 
