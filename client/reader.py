@@ -182,7 +182,8 @@ class RunReader:
 
         state = await self.state()
         notes = [note.as_event() for note in state.notes]  # what the run could not use, as `error` events
-        return events(state.steps, max_steps=await self.max_steps() if progress else None) + notes
+        max_steps = await self.max_steps() if progress else None
+        return events(state.steps, max_steps=max_steps, status=state.status, answer=state.answer) + notes
 
     async def max_steps(self) -> int:
         """The agent's `max_steps`, as the run was started with it (read from history once)."""

@@ -370,7 +370,8 @@ class AgentWorkflow:
         """The run so far as memory events (docs/concepts.md), then the notes of what it could not use."""
         first_index = sum(archive.count for archive in self._chain.state.archives)
         notes = [note.as_event() for note in self._visibility.notes]
-        return conversation.events(self._chain.steps, first_index=first_index) + notes
+        status, answer = self._visibility.status, self._chain.state.answer  # a budget's answer ends them too
+        return conversation.events(self._chain.steps, first_index=first_index, status=status, answer=answer) + notes
 
     async def send(self, text: str) -> AgentResult:
         """Give the session a message; returns when the turn that read it ends, with that turn's result."""

@@ -105,12 +105,26 @@ def prune(messages: list[Message], limit: int | None) -> list[Message]:
     return [messages[0], *tail]
 
 
-def events(steps: list[StepRecord], *, max_steps: int | None = None, first_index: int = 0) -> list[RunEvent]:
+BUDGET_STOPS = ("max_steps", "max_tokens", "max_cost", "max_seconds")
+
+
+def events(
+    steps: list[StepRecord],
+    *,
+    max_steps: int | None = None,
+    first_index: int = 0,
+    status: str | None = None,
+    answer: str | None = None,
+) -> list[RunEvent]:
     """The step log in the KAOS memory-event vocabulary (`user_message`, `tool_call`, ...).
 
     With `max_steps`, each action is announced by a `progress` event first (its content the seed's progress
     block). Event ids are `evt-<record>-<type>`, `<record>` counting the log's records from `first_index` + 1
     (the records of earlier runs of a continue-as-new chain), so an event keeps its id as the run goes on.
+
+    An answer is an `agent_response`, as the model's is: a run that a budget stopped (its `status`) with an
+    `answer` no step of its last turn gave (`Reached maximum reasoning steps (N)`, seed 000's, or the last one
+    `[output]` sent back) ends with it, under the last record's number.
     """
     out: list[RunEvent] = []
     index = first_index
@@ -153,4 +167,16 @@ def events(steps: list[StepRecord], *, max_steps: int | None = None, first_index
                 add(step, "error", step.error)
             elif step.ended_at is not None and step.final:
                 add(step, "agent_response", step.content)
+    if steps and status in BUDGET_STOPS and answer and not _answered(steps):
+        add(steps[-1], "agent_response", answer)
     return out
+
+
+def _answered(steps: list[StepRecord]) -> bool:
+    """Whether a step of the last turn (from its message on) is the answer."""
+    for step in reversed(steps):
+        if step.final:
+            return True
+        if step.role == "user":
+            return False
+    return False

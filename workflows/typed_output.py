@@ -89,7 +89,8 @@ def why_no_output(
     output = agent.output
     if output is None or stop not in BUDGETS or state.output is not None or state.answer is None:
         return error
-    finalized = agent.budgets.finalize_on_budget and stop in FINALIZED
+    # `finalize_on_budget`'s call answered (else `error` says why, `finalize.py`, and `answer` is the budget's own)
+    finalized = agent.budgets.finalize_on_budget and stop in FINALIZED and error is None
     if not progress.output_retries and not finalized:
         return error  # `answer` holds no answer of the model's (`max_steps` puts its own words there)
     _, problems = problems_of(agent, state.answer)
