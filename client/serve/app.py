@@ -334,6 +334,8 @@ class _Api:
                     f"tool call {call_id!r} of run {run_id} has been {earlier} already: a call is decided once; "
                     f"GET /api/runs/{run_id} shows what it did",
                 ) from None
+            if not (await handle.describe()).running:  # the Python API says a closed run's refusal this way too
+                return await _not_found(self.client, run_id)
             raise ApiError(
                 404, "no_such_call", f"run {run_id} has no call {call_id} waiting for approval: {_cause(err)}"
             ) from None
