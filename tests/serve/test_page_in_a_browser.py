@@ -142,3 +142,24 @@ async def test_the_page_withdraws_as_many_code_points_as_a_retract_says_emoji_in
         await page.evaluate("handle('retract', {index: 1, step: 1, chars: 10})")  # all of it
         await page.evaluate("handle('delta', {index: 1, step: 1, text: 'Plain'})")
         assert await page.evaluate(LIVE) == "Plain"
+
+
+async def test_the_page_drops_what_it_shows_of_a_run_on_a_reset_and_shows_the_run_anew(
+    stalwart_client, opened, tmp_path: Path
+):
+    # As above, the events go to the page's own handler: a `reset` comes when the offset the page resumed from is no
+    # point of the run (its id now names a newer run), and the run follows from its start.
+    def step(index: int, role: str, content: str) -> str:
+        record = {"role": role, "content": content, "final": role == "assistant", "error": None}
+        return f"handle('step', {{index: {index}, record: {json.dumps(record)}}})"
+
+    shown = "[...document.querySelectorAll('#log .bubble')].map(b => b.textContent)"
+    browser = await asyncio.to_thread(chromium)
+    async with served(stalwart_client) as server, headless_page(browser, tmp_path / "chromium") as page:
+        await page.send("Page.navigate", url=f"{server.url}/")
+        await page.until("document.readyState === 'complete' && !!document.querySelector('#log')")
+        await page.evaluate(step(0, "user", "the earlier run's question"))
+        await page.evaluate(step(1, "assistant", "the earlier run's answer"))
+        await page.evaluate("handle('reset', {run_id: 'r', offset: 'x.2-0', reason: 'an earlier run'})")
+        await page.evaluate(step(0, "user", "the new run's question"))
+        assert await page.evaluate(shown) == ["the new run's question"]
