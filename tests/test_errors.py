@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import importlib
 import os
 import pkgutil
+import re
 import tomllib
 
 import pytest
@@ -291,3 +293,23 @@ def test_the_cli_names_no_error_class_but_the_tree():
         RunFailed,
         InfrastructureError,
     }
+
+
+def _documented_error_names() -> set[str]:
+    """The class names in backticks in docs/errors.md's tree, less Python's and the SDK's own (named as bases)."""
+    text = (REPO / "docs" / "errors.md").read_text()
+    tree = text.split("## The tree", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Za-z0-9]+)`", tree))
+    return {name for name in named if not hasattr(builtins, name)} - SDK_ERRORS_NAMED - {"StalwartPlugin"}
+
+
+SDK_ERRORS_NAMED = {"WorkflowFailureError", "WorkflowUpdateFailedError"}
+"""The SDK's errors docs/errors.md names as the former base of one of ours."""
+
+
+def test_every_error_the_docs_name_is_importable_from_stalwart_errors_and_nothing_else_is():
+    import stalwart.errors
+
+    assert sorted(stalwart.errors.__all__) == sorted(_documented_error_names())
+    for name in stalwart.errors.__all__:
+        assert issubclass(getattr(stalwart.errors, name), StalwartError), name
