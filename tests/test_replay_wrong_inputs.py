@@ -107,6 +107,14 @@ async def test_export_of_a_query_that_matches_no_run_says_so(dev_env, tmp_path):
 
 
 @pytest.mark.slow
+async def test_the_pre_deploy_gate_over_a_query_that_matches_no_run_passes_saying_so(dev_env):
+    """It failed (exit 1) when nothing was in flight, as on a first deploy: there is nothing the new code can break."""
+    replayed = stalwart("replay", "--query", 'AgentName="no-such-agent"', address=dev_env.address)
+    assert replayed.returncode == EXIT_OK, replayed.stderr
+    assert "no run matches the query, so there was nothing to replay" in replayed.stderr
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [["replay", "--query"], ["history", "export", "--query"], ["runs", "--query"]],
