@@ -259,7 +259,7 @@ class AgentWorkflow:
         # (no action, then one more call for the final response); providers offer no tools.
         reply = await self._model.ask(turn, tools_enabled=True)
         if reply.truncated:
-            self._error = truncated(self._agent, state.step, reply)
+            self._error = truncated(self._agent, state, reply)
             return "max_tokens"
         if reply.feedback is not None:
             state.unsent.append(Message(role="user", content=reply.feedback))
@@ -268,7 +268,7 @@ class AgentWorkflow:
             state.unsent.append(Message(role="user", content=conversation.FINAL_RESPONSE_PROMPT))
             reply = await self._model.ask(turn, tools_enabled=False)
             if reply.truncated:
-                self._error = truncated(self._agent, state.step, reply)
+                self._error = truncated(self._agent, state, reply)
                 return "max_tokens"
         if reply.tool_calls:
             await self._tool_calls.run(reply.tool_calls, turn)

@@ -14,11 +14,11 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.messages import AssistantTurn, Message, ToolResult
+    from stalwart.contracts.messages import Message
     from stalwart.contracts.run import StopReason
     from stalwart.workflows import conversation
     from stalwart.workflows.chain import Chain
-    from stalwart.workflows.model_step import ModelFailed, ModelStep
+    from stalwart.workflows.model_step import ModelFailed, ModelStep, not_run
     from stalwart.workflows.turns import Turn
     from stalwart.workflows.typed_output import FINALIZED
 
@@ -50,8 +50,7 @@ async def last_answer(agent: AgentSpec, chain: Chain, model: ModelStep, turn: Tu
     except ModelFailed as failed:  # the budget stopped the turn, not the failure: its step has the error
         return _no_answer(reason, f"did not answer: {failed}")
     step = chain.steps[-1]
-    if reply.tool_calls:
-        _not_run(chain, reply, reason)
+    not_run(state, reply, f"the {reason} budget is spent")
     if reply.truncated:  # the cut-off text stays in the step, whose stop reason says why; its calls are not run
         limit = agent.max_output_tokens
         return _no_answer(
@@ -77,11 +76,3 @@ async def last_answer(agent: AgentSpec, chain: Chain, model: ModelStep, turn: Tu
 
 def _no_answer(reason: StopReason, what: str) -> str:
     return f"the turn stopped at its {reason} budget; the last call for an answer (finalize_on_budget) {what}"
-
-
-def _not_run(chain: Chain, reply: AssistantTurn, reason: StopReason) -> None:
-    """Answer the reply's tool calls as not run, so that the conversation a session's next turn sends has a result
-    for each (providers refuse tool calls without one)."""
-    refused = f"not run: the {reason} budget is spent"
-    results = [ToolResult(call_id=call.id, name=call.name, error=refused) for call in reply.tool_calls]
-    chain.state.unsent.append(Message(role="tool", tool_results=results))

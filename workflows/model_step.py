@@ -17,8 +17,9 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.contracts import names
     from stalwart.contracts.activities import AgentContext, ModelRequest
     from stalwart.contracts.agent import AgentSpec
-    from stalwart.contracts.messages import AssistantTurn, Usage
+    from stalwart.contracts.messages import AssistantTurn, Message, ToolResult, Usage
     from stalwart.contracts.run import StepRecord, StopReason
+    from stalwart.contracts.run_input import ChainState
     from stalwart.workflows import deadlines, patches, policies
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
@@ -53,10 +54,20 @@ class ModelFailed(Exception):
         self.stop_reason: StopReason = stop_reason
 
 
-def truncated(agent: AgentSpec, step: int, reply: AssistantTurn) -> str:
+def not_run(state: ChainState, reply: AssistantTurn, why: str) -> None:
+    """Answer the tool calls of a reply that the turn does not run, saying `why`: a session's next turn sends the
+    conversation on, and providers refuse a tool call without its result."""
+    if reply.tool_calls:
+        results = [ToolResult(call_id=call.id, name=call.name, error=f"not run: {why}") for call in reply.tool_calls]
+        state.unsent.append(Message(role="tool", tool_results=results))
+
+
+def truncated(agent: AgentSpec, state: ChainState, reply: AssistantTurn) -> str:
     """Why a reply cut off by the output-token limit is no answer: the run stops with `max_tokens`, as the Strands
-    loop does; the cut-off text stays in the step log and its tool calls (likely cut off too) are not run."""
-    limit = agent.max_output_tokens
+    loop does; the cut-off text stays in the step log and its tool calls (likely cut off too) are not run, each
+    answered so (`not_run`)."""
+    not_run(state, reply, "the reply was cut off by the output-token limit")
+    limit, step = agent.max_output_tokens, state.step
     return (
         f"the model's reply at step {step} was cut off by its output-token limit "
         f"(stop reason {reply.stop_reason!r}; max_output_tokens = {limit if limit else 'the provider default'}), "
