@@ -454,7 +454,14 @@ def _add_decision(commands: Any, name: str, approved: bool, summary: str) -> Non
     decide = _command_parser(commands, name, "approvals:decide", summary)
     decide.add_argument("run_id", metavar="ID")
     decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
-    decide.add_argument("--reason", required=not approved, default=None)
+    decide.add_argument(
+        "--reason",
+        required=not approved,
+        default=None,
+        help="why (required to reject: the model reads it as the call's result)"
+        if not approved
+        else "why (recorded in the run)",
+    )
     decide.add_argument("--reviewer", default=None, help="who decided (recorded in the run)")
     decide.set_defaults(approved=approved)
     _connection_options(decide)
@@ -666,17 +673,28 @@ def _versioning_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+DEV_DEFAULTS: dict[str, Any] = {"port": 7233, "ui_port": 8233, "codec_port": 8234, "data_dir": Path(".stalwart")}
+"""The dev server's options' defaults: `stalwart run` without --dev refuses any of them set otherwise."""
+
+
 def _dev_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=7233, help="dev server frontend port (default: 7233)")
-    parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port (default: 8233)")
+    parser.add_argument(
+        "--port", type=int, default=DEV_DEFAULTS["port"], help="dev server frontend port (default: 7233)"
+    )
+    parser.add_argument(
+        "--ui-port", type=int, default=DEV_DEFAULTS["ui_port"], help="dev server Web UI port (default: 8233)"
+    )
     parser.add_argument(
         "--codec-port",
         type=int,
-        default=8234,
+        default=DEV_DEFAULTS["codec_port"],
         help="with STALWART_ENCRYPTION_KEYS set: port of the codec server the Web UI decrypts through (default: 8234)",
     )
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(".stalwart"), help="where the dev server keeps its database and its log"
+        "--data-dir",
+        type=Path,
+        default=DEV_DEFAULTS["data_dir"],
+        help="where the dev server keeps its database and its log",
     )
 
 

@@ -171,8 +171,10 @@ def _unreachable(settings: Mapping[str, Any], err: Exception) -> TemporalConnect
             "(--address or TEMPORAL_ADDRESS)"
         )
     secured = " with TLS" if settings.get("tls") else ""
+    portless = ":" not in target.rsplit("]", 1)[-1]  # no port: the connection went to the scheme's default (80)
+    port_hint = f" (no port was given: Temporal's is usually 7233, {target}:7233)" if portless else ""
     return TemporalConnectionError(
-        f"cannot reach Temporal at {target}{secured} (namespace {settings['namespace']}): {err}. "
+        f"cannot reach Temporal at {target}{secured}{port_hint} (namespace {settings['namespace']}): {err}. "
         "Start one with `stalwart dev`, or point TEMPORAL_ADDRESS (or a temporal CLI profile: TEMPORAL_PROFILE) "
         "at your server."
     )

@@ -17,6 +17,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from stalwart.client.api import StalwartClient
+from stalwart.client.cli import EXIT_USAGE, main
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workers.dev_server import free_port
 from stalwart.workers.worker import build_worker
@@ -89,6 +90,17 @@ def test_run_with_a_bad_agent_file_names_the_field_before_starting_anything(tmp_
     assert result.returncode == 2
     assert "field `budgets.max_steps`" in result.stderr and "at least 1" in result.stderr
     assert "Temporal" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--keep"], "--keep"), (["--port", "7300", "--data-dir", "x"], "--port, --data-dir")],
+    ids=["keep", "port-and-data-dir"],
+)
+def test_run_without_dev_refuses_the_dev_servers_options_it_would_ignore(capsys, options, named):
+    code = main(["run", *options, str(AGENTS_DIR / "calculator.toml"), "goal"])
+    assert code == EXIT_USAGE
+    assert f"error: {named} set the embedded dev server of --dev: add --dev" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -188,7 +188,14 @@ def test_a_bad_agent_file_exits_with_the_usage_status(tmp_path, capsys):
 
 def test_an_unreachable_server_exits_with_the_infrastructure_status(capsys):
     assert main(["show", "some-run", "--address", "127.0.0.1:1"]) == EXIT_RUN_FAILED
-    assert capsys.readouterr().err.startswith("error: cannot reach Temporal at 127.0.0.1:1")
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot reach Temporal at 127.0.0.1:1") and "no port was given" not in err
+
+
+def test_an_address_without_a_port_is_said_to_lack_one(capsys):
+    assert main(["show", "some-run", "--address", "127.0.0.1"]) == EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert "cannot reach Temporal at 127.0.0.1 (no port was given: Temporal's is usually 7233, 127.0.0.1:7233)" in err
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,13 @@ async def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if not args.dev and (dev_only := _dev_only_options(args)):
+        print(
+            f"error: {', '.join(dev_only)} set the embedded dev server of --dev: add --dev, or leave them out to "
+            "run on the Temporal server --address names",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     spec = load_agent(args.agent)
     goal = await text_of(args, "goal")
     inputs = parse_inputs(args.input)
@@ -146,3 +153,11 @@ async def cancel(args: argparse.Namespace) -> int:
     await handle.cancel()
     print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
     return EXIT_OK
+
+
+def _dev_only_options(args: argparse.Namespace) -> list[str]:
+    """The options of the embedded dev server given without --dev, which would do nothing without it."""
+    from stalwart.client.cli import DEV_DEFAULTS
+
+    given = [f"--{dest.replace('_', '-')}" for dest, default in DEV_DEFAULTS.items() if getattr(args, dest) != default]
+    return (["--keep"] if args.keep else []) + given

@@ -145,7 +145,8 @@ async def dev(args: argparse.Namespace) -> int:
 
                 print(f"metrics: http://{metrics_address(args.metrics_port)}/metrics", file=sys.stderr)
             print(
-                "A worker is running; start runs from another shell with `stalwart run AGENT GOAL`. Ctrl-C stops.",
+                f"A worker is running; start runs from another shell with `stalwart run AGENT GOAL`"
+                f"{'' if args.port == 7233 else f' and TEMPORAL_ADDRESS=127.0.0.1:{args.port}'}. Ctrl-C stops.",
                 file=sys.stderr,
             )
             try:
