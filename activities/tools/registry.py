@@ -33,12 +33,16 @@ class RetryableToolError(InfrastructureError):
     Temporal then retries the call with backoff; any other exception goes
     straight back to the model as a tool error. `retry_after` (seconds) sets when the next attempt starts
     instead of the backoff, as a service's Retry-After would: the call's timeout and the run's deadline still
-    bound it, and its attempts stay those of the retry policy.
+    bound it, and its attempts stay those of the retry policy. It is at most `MAX_SECONDS` (5 years), the longest
+    Temporal holds: a larger one cannot become a retry delay, and is refused here, where the tool raises it.
     """
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        if retry_after is not None and not (math.isfinite(retry_after) and retry_after >= 0):
-            raise ValueError(f"retry_after must be a number of seconds, 0 or more; got {retry_after!r}")
+        if retry_after is not None and not (math.isfinite(retry_after) and 0 <= retry_after <= MAX_SECONDS):
+            raise ValueError(
+                f"RetryableToolError({message!r}): retry_after must be a number of seconds, 0 or more and at most "
+                f"{MAX_SECONDS:,} (5 years); got {retry_after!r}"
+            )
         super().__init__(message)
         self.retry_after = retry_after
 

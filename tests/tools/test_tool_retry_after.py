@@ -13,7 +13,7 @@ from temporalio.api.enums.v1 import EventType
 
 from stalwart.activities.tools import tool
 from stalwart.activities.tools.registry import RetryableToolError
-from stalwart.contracts.agent import AgentSpec, ScriptedReply, ScriptedToolCall
+from stalwart.contracts.agent import MAX_SECONDS, AgentSpec, ScriptedReply, ScriptedToolCall
 
 ATTEMPTS: dict[str, list[float]] = {}
 """When each attempt of `busy_twice` started, by target (monotonic seconds)."""
@@ -88,3 +88,14 @@ async def test_a_fast_tool_retried_after_its_own_delay_returns_its_result_at_the
 def test_a_retry_after_that_is_no_number_of_seconds_is_refused_where_the_tool_raises_it(delay):
     with pytest.raises(ValueError, match="retry_after must be a number of seconds, 0 or more"):
         RetryableToolError("busy", retry_after=delay)
+
+
+def test_a_retry_after_longer_than_temporal_holds_is_refused_naming_the_bound_and_the_message():
+    """1e15 s passed the check, then could not become the retry delay (`OverflowError`), which replaced "busy"."""
+    refused = r"RetryableToolError\('busy'\): .* at most 157,680,000 \(5 years\); got 1000000000000000.0"
+    with pytest.raises(ValueError, match=refused):
+        RetryableToolError("busy", retry_after=1e15)
+
+
+def test_a_retry_after_of_the_longest_duration_temporal_holds_is_kept():
+    assert RetryableToolError("busy", retry_after=MAX_SECONDS).retry_after == MAX_SECONDS
