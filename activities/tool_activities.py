@@ -218,21 +218,20 @@ class ToolActivities:
                 value = await invoked
         except McpHandshakeTimeout as err:
             if activity.info().attempt >= err.MAX_ATTEMPTS:
-                return ToolResult.failure(call, f"{type(err).__name__}: {err}", McpConfigError.hint)
-            raise ApplicationError(f"{call.name}: {err}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
+                return ToolResult.failure(call, f"{type(err).__name__}: {_text(err)}", McpConfigError.hint)
+            raise ApplicationError(f"{call.name}: {_text(err)}", type=failure_types.RETRYABLE_TOOL_ERROR) from err
         except RetryableToolError as err:
             raise ApplicationError(
-                f"{call.name}: {err}",
+                f"{call.name}: {_text(err)}",
                 type=failure_types.RETRYABLE_TOOL_ERROR,
                 next_retry_delay=None if err.retry_after is None else timedelta(seconds=err.retry_after),
             ) from err
         except ToolArgumentsError as err:
-            return ToolResult.failure(call, f"ToolArgumentsError: {err}")
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
-            activity.logger.info("tool %s failed: %s: %s", call.name, type(err).__name__, err)
-            return ToolResult.failure(call, f"{type(err).__name__}: {err}", getattr(err, "hint", TOOL_ERROR_HINT))
+            return ToolResult.failure(call, f"ToolArgumentsError: {_text(err)}")
+        except BaseException as err:
+            if isinstance(err, GeneratorExit) or _being_cancelled(err):
+                raise
+            return _raised(call, err)
         try:
             return ToolResult.returned(call, value)
         except Exception as err:  # json.dumps: TypeError, ValueError (a cycle); pydantic: PydanticSerializationError
@@ -262,6 +261,74 @@ class ToolActivities:
         if result.is_error:
             raise McpToolError(render(result))
         return render(result)
+
+
+STOPPING_HINT = (
+    "The tool stopped on this call, perhaps on arguments it could not use: check them and try once more, or answer "
+    "without it."
+)
+
+
+_STOPPERS: dict[type[BaseException], str] = {
+    SystemExit: "tried to exit the worker process (argparse does on arguments it cannot parse)",
+    KeyboardInterrupt: "raised KeyboardInterrupt, which stops the worker process",
+    asyncio.CancelledError: "raised CancelledError though nothing cancelled its call (something it awaited was)",
+}
+"""What a tool did that raising one of these says: each is no `Exception`, and would stop the worker's event loop."""
+
+
+def _being_cancelled(err: BaseException) -> bool:
+    """Whether `err` is this call's own cancellation: Temporal cancelled the activity (the run was cancelled, the
+    worker is stopping), and `InFlight` cancelled the task running the call. A `CancelledError` a tool raises while
+    nothing cancels its call (something it awaited was cancelled) is the tool's failure instead."""
+    task = asyncio.current_task()
+    return isinstance(err, asyncio.CancelledError) and task is not None and task.cancelling() > 0
+
+
+def _raised(call: ToolCall, err: BaseException) -> ToolResult:
+    """What the model reads of a tool that raised `err`: its type and message, with its `hint` if it has one.
+
+    Whatever it raised, the call ends here, once: `SystemExit` (argparse on arguments it cannot parse),
+    `KeyboardInterrupt` or a stray `CancelledError` would otherwise end the worker's event loop, or fail the attempt
+    so that Temporal ran the tool again (on the next worker, which it ended too); and an exception whose message
+    cannot be read is not allowed to fail the call while it is being described."""
+    kind, text = type(err).__name__, _text(err)
+    if not isinstance(err, Exception):
+        said = f"{kind}({text})" if text else kind
+        what = next((told for cls, told in _STOPPERS.items() if isinstance(err, cls)), f"raised {kind}")
+        activity.logger.warning(
+            "tool %s %s: a tool must raise an exception instead; the call ends as an error the model reads, and is "
+            "not run again",
+            call.name,
+            what,
+            exc_info=err,
+        )
+        return ToolResult.failure(
+            call,
+            f"{said}: tool {call.name} {what}, where a tool must raise an exception; the call ended here and was not "
+            "run again",
+            STOPPING_HINT,
+        )
+    activity.logger.info("tool %s failed: %s: %s", call.name, kind, text)
+    return ToolResult.failure(call, f"{kind}: {text}", _hint(err))
+
+
+def _text(err: BaseException) -> str:
+    """`str(err)`, or a note saying it could not be made: a tool's exception whose `__str__` raises is still told
+    to the model, not raised from the handler describing it (which failed the attempt, and the tool ran again)."""
+    try:
+        return str(err)
+    except BaseException as failed:
+        return f"<its message could not be read: str() raised {type(failed).__name__}>"
+
+
+def _hint(err: BaseException) -> str:
+    """The exception's own `hint` (an MCP error's says what to do), if it is text; else the default one."""
+    try:
+        hint = getattr(err, "hint", None)
+    except Exception:
+        hint = None
+    return hint if isinstance(hint, str) and hint else TOOL_ERROR_HINT
 
 
 UNENCODABLE_HINT = (

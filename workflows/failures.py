@@ -5,9 +5,19 @@ from __future__ import annotations
 import asyncio
 import re
 
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    RetryState,
+    TimeoutError,
+    TimeoutType,
+    is_cancelled_exception,
+)
 
 from stalwart.contracts.activities import LONG_RATE_LIMIT
+from stalwart.contracts.messages import ToolCall, ToolResult
+from stalwart.contracts.tools import ToolSpec
+from stalwart.workflows.policies import FAST_TOOL_SCHEDULE_TO_CLOSE, FAST_TOOL_TIMEOUT
 
 
 def innermost_message(err: BaseException) -> str:
@@ -42,8 +52,71 @@ def final_message(err: BaseException) -> str:
     if not isinstance(err, ActivityError):
         return message
     message = without_retry_promise(message)
-    gave_up = _GAVE_UP.get(err.retry_state) if err.retry_state is not None else None
-    return f"{message} {gave_up}" if gave_up else message
+    return joined(message, _gave_up(err))
+
+
+def _gave_up(err: ActivityError) -> str | None:
+    return _GAVE_UP.get(err.retry_state) if err.retry_state is not None else None
+
+
+def joined(message: str, *more: str | None) -> str:
+    """`message` and the sentences `more` (None left out) as one text: a message that does not end a sentence is
+    ended with a period first ("... busy. Gave up ..."), not run into the next one."""
+    said = message.rstrip()
+    for sentence in more:
+        if not sentence:
+            continue
+        if said and not said.endswith((".", "!", "?")):
+            said += "."
+        said = f"{said} {sentence}" if said else sentence
+    return said
+
+
+TOOL_TIMEOUT_HINT = (
+    "The tool ran out of time, not your arguments: called the same way it will likely run out of time again. "
+    "Ask it for less at once, or answer without it; a tool with side effects may still have done them, so check "
+    "before calling it again."
+)
+
+
+def tool_failure(call: ToolCall, tool: ToolSpec, err: ActivityError) -> ToolResult:
+    """What the model reads of a tool call whose activity failed for good. A timeout names the limit the call passed
+    (a server's timeout says only "Timeout") and a hint that fits it, not the one about arguments; any other failure
+    reads as `final_message` puts it. A cancellation is raised on, as by `message_unless_cancelled`."""
+    message = message_unless_cancelled(err)
+    limit = _timeout_passed(err, tool)
+    if limit is None:
+        return ToolResult.failure(call, message)
+    return ToolResult.failure(call, joined(f"TimeoutError: {limit}", _gave_up(err)), TOOL_TIMEOUT_HINT)
+
+
+def _timeout_passed(err: BaseException, tool: ToolSpec) -> str | None:
+    """Which of the tool's limits a timeout at the bottom of `err`'s chain is, in words; None if it is none."""
+    while err.__cause__ is not None and not isinstance(err, TimeoutError):
+        err = err.__cause__
+    if not isinstance(err, TimeoutError):
+        return None
+    seconds = tool.timeout_seconds
+    fast_cap = FAST_TOOL_TIMEOUT.total_seconds()
+    if err.type == TimeoutType.START_TO_CLOSE and tool.fast and seconds > fast_cap:
+        return (
+            f"the fast tool did not finish within {fast_cap:g} s, the longest a fast tool's attempt runs (its "
+            f"timeout_seconds, {seconds:g} s, is cut to that)"
+        )
+    if err.type == TimeoutType.START_TO_CLOSE:
+        return f"the tool did not finish within its timeout_seconds ({seconds:g} s)"
+    if err.type == TimeoutType.SCHEDULE_TO_CLOSE and tool.fast:
+        return (
+            f"the fast tool's attempts did not finish within {FAST_TOOL_SCHEDULE_TO_CLOSE.total_seconds():g} s, "
+            "the longest a fast tool's attempts run together"
+        )
+    if err.type == TimeoutType.HEARTBEAT:
+        return (
+            f"the worker running the tool sent no heartbeat for its heartbeat_timeout_seconds "
+            f"({tool.heartbeat_timeout_seconds:g} s): the worker stopped, or the tool held up the worker's event loop "
+            "(an async tool calling blocking code)"
+        )
+    return f"the tool call ran out of time ({err.type.name if err.type else 'timeout'})"
 
 
 def without_retry_promise(message: str) -> str:

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from stalwart.workflows.approvals import ApprovalGate
     from stalwart.workflows.budget import Budget
     from stalwart.workflows.chain import Chain
-    from stalwart.workflows.failures import message_unless_cancelled
+    from stalwart.workflows.failures import tool_failure
     from stalwart.workflows.turns import Turn
 
 
@@ -184,7 +184,7 @@ class ToolCalls:
                 summary=f"tool {call.name}",
             )
         except ActivityError as err:
-            return ToolResult.failure(call, message_unless_cancelled(err))
+            return tool_failure(call, tool, err)
 
     @staticmethod
     async def _run_fast(request: ToolRequest, tool: ToolSpec) -> ToolResult:
