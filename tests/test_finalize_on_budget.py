@@ -24,9 +24,7 @@ async def test_an_empty_finalize_reply_leaves_the_budget_answer(stalwart, worker
     assert not result.steps[-1].final and "replied with no text" in (result.steps[-1].error or "")
 
 
-async def test_a_failed_finalize_call_of_a_typed_output_turn_is_not_judged_against_the_schema(
-    stalwart, worker_with
-):
+async def test_a_failed_finalize_call_of_a_typed_output_turn_is_not_judged_against_the_schema(stalwart, worker_with):
     # The scripted model has no reply for the last call, which fails: the budget's own words are no answer to judge.
     spec = agent(
         LOOPING,
