@@ -44,8 +44,10 @@ async def test_the_events_of_a_run_out_of_steps_end_with_its_answer(stalwart, wo
         result = await handle.result()
         read = await handle.events()
         queried = await handle.query("events", list[RunEvent], rpc_timeout=timedelta(seconds=30))
+        followed: list[RunEvent] = []
+        await handle.follow(followed.append, progress=False)
     assert result.answer == "Reached maximum reasoning steps (2)"
-    for events in (read, queried):
+    for events in (read, queried, followed):
         assert [(e.event_type, e.content) for e in events][-1] == ("agent_response", result.answer)
         assert sum(e.event_type == "agent_response" for e in events) == 1
         assert len({e.event_id for e in events}) == len(events)
