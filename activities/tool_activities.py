@@ -274,7 +274,8 @@ _STOPPERS: dict[type[BaseException], str] = {
     KeyboardInterrupt: "raised KeyboardInterrupt, which stops the worker process",
     asyncio.CancelledError: "raised CancelledError though nothing cancelled its call (something it awaited was)",
 }
-"""What a tool did that raising one of these says: each is no `Exception`, and would stop the worker's event loop."""
+"""What a tool did that raising one of these says. None is an `Exception`: the first two ended the worker's event
+loop, and the last failed the attempt as if cancelled, so that Temporal ran the tool again."""
 
 
 def _being_cancelled(err: BaseException) -> bool:
