@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from stalwart.client.connection import connect, ui_base
+from stalwart.client.decisions import Taken, taken
 from stalwart.client.queries import matching
 from stalwart.client.reader import RunDescription, RunReader
 from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
@@ -78,7 +79,11 @@ class UpdateRefused(UsageError, WorkflowUpdateFailedError):
 
 class DecisionRefused(UpdateRefused):
     """An approval or rejection the run did not take: no such call waits (an unknown id, one already decided), or
-    the run has ended."""
+    the run has ended. `decided` says how the call was decided, when it was."""
+
+    def __init__(self, said: str, cause: BaseException, decided: Taken | None = None) -> None:
+        super().__init__(said, cause)
+        self.decided = decided
 
 
 class MessageRefused(UpdateRefused):
@@ -187,8 +192,15 @@ class RunHandle(RunReader):
         try:
             await self._handle.execute_update(update, decision)
         except WorkflowUpdateFailedError as err:
-            said = f"{err.cause}; `pending_approvals()` lists the calls waiting"
-            raise DecisionRefused(said, err.cause) from err.cause
+            # Once a call has gone on, the run no longer says it was decided: its history does.
+            decided = await taken(await self.histories(), self.data_converter, decision.call_id)
+            said = (
+                f"tool call {decision.call_id!r} of run {self.run_id} has been {decided} already: a call is "
+                "decided once"
+                if decided is not None
+                else str(err.cause)
+            )
+            raise DecisionRefused(said, err.cause, decided) from err.cause
         except RPCError as err:  # Temporal answers an update of a closed run as if the id were unknown
             if (await self.describe()).running:
                 raise

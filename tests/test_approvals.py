@@ -112,7 +112,8 @@ async def test_a_second_decision_on_one_call_is_refused_saying_it_was_decided(st
         with pytest.raises(DecisionRefused) as refused:
             await handle.approve("pay")
         await handle.result()
-    assert "pay" in str(refused.value) and transfers == []
+    assert "tool call 'pay' of run" in str(refused.value) and "has been rejected (no) already" in str(refused.value)
+    assert refused.value.decided is not None and refused.value.decided.how == "rejected" and transfers == []
 
 
 async def test_deciding_on_or_cancelling_a_run_that_has_ended_says_it_has_ended(stalwart, worker_with):

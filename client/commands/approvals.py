@@ -140,8 +140,8 @@ async def decide(args: argparse.Namespace) -> int:
                 flush=True,
             )
         await decision
-    except WorkflowUpdateFailedError as err:
-        print(f"error: {err.cause or err}. `stalwart pending {args.run_id}` lists the calls waiting.", file=sys.stderr)
+    except WorkflowUpdateFailedError as err:  # the API's `DecisionRefused`, saying why
+        print(f"error: {err}. `stalwart pending {args.run_id}` lists the calls waiting.", file=sys.stderr)
         return EXIT_USAGE
     print(f"{'approved' if args.approved else 'rejected'} call {args.call_id} of run {args.run_id}")
     return EXIT_OK

@@ -37,6 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from stalwart.client.agent_files import load_agent
 from stalwart.client.api import (
+    DecisionRefused,
     InvalidRunInput,
     SessionClosed,
     StalwartClient,
@@ -45,7 +46,6 @@ from stalwart.client.api import (
 )
 from stalwart.client.queries import InvalidQuery
 from stalwart.client.reader import RunWithoutResult
-from stalwart.client.serve.decisions import taken
 from stalwart.client.serve.feed import Feed, Offset, PolledFeed, exists
 from stalwart.client.serve.guards import Guard, OriginGuard
 from stalwart.client.serve.openapi import Endpoint, document
@@ -326,7 +326,7 @@ class _Api:
             else:
                 await handle.reject(call_id, reason=body.reason or "", reviewer=body.reviewer)
         except WorkflowUpdateFailedError as err:
-            earlier = await taken(self.client, run_id, call_id)
+            earlier = err.decided if isinstance(err, DecisionRefused) else None
             if earlier is not None:
                 raise ApiError(
                     409,

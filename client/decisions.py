@@ -8,9 +8,12 @@ one on the call says how it was decided, by whom and why.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stalwart.client.api import StalwartClient
+from temporalio.client import WorkflowHistory
+from temporalio.converter import DataConverter
+
 from stalwart.contracts.approvals import ApprovalDecision
 
 _DECISIONS = {"approve": "approved", "reject": "rejected"}
@@ -30,9 +33,8 @@ class Taken:
         return f"{self.how}{by}{why}"
 
 
-async def taken(client: StalwartClient, run_id: str, call_id: str) -> Taken | None:
-    """The newest decision run `run_id` accepted on tool call `call_id`, read from its chain's histories."""
-    histories = await client.get(run_id).histories()
+async def taken(histories: Sequence[WorkflowHistory], converter: DataConverter, call_id: str) -> Taken | None:
+    """The newest decision a run accepted on tool call `call_id`, read from its chain's `histories`."""
     for history in reversed(histories):
         for event in reversed(history.events):
             if not event.HasField("workflow_execution_update_accepted_event_attributes"):
@@ -41,7 +43,7 @@ async def taken(client: StalwartClient, run_id: str, call_id: str) -> Taken | No
             if update.name not in _DECISIONS:
                 continue
             try:
-                [decision] = await client.temporal.data_converter.decode(update.args.payloads, [ApprovalDecision])
+                [decision] = await converter.decode(update.args.payloads, [ApprovalDecision])
             except Exception:  # what does not decode as a decision is none the gate accepted
                 continue
             if isinstance(decision, ApprovalDecision) and decision.call_id == call_id:
