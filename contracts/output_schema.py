@@ -16,6 +16,7 @@ import json
 import math
 import re
 import reprlib
+import sys
 import typing
 from collections.abc import Hashable
 from typing import Any, TypeGuard
@@ -53,6 +54,11 @@ class OutputTypeError(UsageError, TypeError):
     another type pydantic validates."""
 
 
+_TYPED_DICT = (
+    "a TypedDict" if sys.version_info >= (3, 12) else "a TypedDict (from typing_extensions before Python 3.12)"
+)
+
+
 def schema_of(tp: Any) -> dict[str, Any]:
     """The JSON Schema of a type pydantic can validate, or `OutputTypeError` saying why there is none."""
     check_output_type(tp)
@@ -62,7 +68,7 @@ def schema_of(tp: Any) -> dict[str, Any]:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise OutputTypeError(
             f"{tp!r} cannot be an agent's output: pydantic builds no JSON Schema for it ({first}); use a pydantic "
-            "model, a dataclass, a TypedDict or a plain type such as `list[int]`"
+            f"model, a dataclass, {_TYPED_DICT} or a plain type such as `list[int]`"
         ) from None
 
 
@@ -89,7 +95,7 @@ def check_output_type(tp: Any) -> None:
         why, instead = f"it is an instance of {type(tp).__name__}, not a type", f"`output={type(tp).__name__}`"
     raise OutputTypeError(
         f"{shown} cannot be an agent's output: {why}; give the type of the answer itself ({instead}: a pydantic "
-        "model, a dataclass, a TypedDict, or a type such as `list[int]`)"
+        f"model, a dataclass, {_TYPED_DICT}, or a type such as `list[int]`)"
     )
 
 
