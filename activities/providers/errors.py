@@ -122,6 +122,16 @@ def incomplete(target: Target) -> ModelUnavailableError:
     )
 
 
+def no_choices(target: Target) -> ModelGarbledError:
+    """A Chat Completions stream that ended cleanly without a single choice: no answer, however often it is asked
+    the same way, so it counts as garbled (a few attempts), not as a stream cut short (retried like an outage)."""
+    return ModelGarbledError(
+        f"the stream from {where(target)} ended without a single choice, so it holds no answer. This is not the "
+        "provider's Chat Completions API answering as it does (check `base_url` in the agent file, and any proxy "
+        "between the worker and the provider)."
+    )
+
+
 SHOWN_BYTES = 80
 """How much of a garbled body an error message shows."""
 _SAMPLED_BYTES = 16 * 1024

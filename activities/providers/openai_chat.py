@@ -118,8 +118,10 @@ async def _fold(events: Any, observer: TurnObserver, step: int, model: str, targ
     calls: dict[int, dict[str, Any]] = {}
     usage: Usage | None = None
     finish: str | None = None
+    chose = False
     async for chunk in events:
         observer.chunk()
+        chose = chose or bool(chunk.choices)
         if chunk.usage is not None:
             details = chunk.usage.prompt_tokens_details
             usage = Usage(
@@ -144,7 +146,7 @@ async def _fold(events: Any, observer: TurnObserver, step: int, model: str, targ
             if choice.finish_reason is not None:
                 finish = choice.finish_reason
     if finish is None:
-        raise errors.incomplete(target)
+        raise errors.incomplete(target) if chose else errors.no_choices(target)
     turn = _turn("".join(text), calls, unreported(usage), step, model)
     return turn.model_copy(update={"stop_reason": finish, "truncated": finish == "length"})
 
