@@ -5,6 +5,7 @@ Every problem is reported with the file, the field and what to do about it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import tomllib
@@ -20,11 +21,13 @@ from stalwart.activities import secrets
 from stalwart.contracts.agent import (
     BUILTIN_PROVIDERS,
     ENV_REFERENCE,
+    MAX_AGENT_DEPTH,
     MAX_NESTING,
     AgentSpec,
     McpStdioServer,
     mcp_transport,
     nesting,
+    too_deep,
     unknown_tool_names,
 )
 from stalwart.contracts.errors import UsageError
@@ -43,45 +46,162 @@ Location = tuple[int | str, ...]
 """Where a value sits in the document being validated, as pydantic's error locations say it."""
 
 
+MAX_TEAM_BYTES = MAX_FILE_BYTES
+"""The most JSON a team may make once each sub-agent `file` is read in where it is named: the run's input carries
+the whole team, and what is over Temporal's 2 MiB goes to external storage, which holds ten megabytes with ease (as
+it does a goal, `DEFAULT_MAX_MESSAGE_CHARS`). Files that name one file several times, each of which does so again,
+made a team of millions of agents out of 25 small files."""
+
+
 def load_agent(path: str | Path) -> AgentSpec:
     """Read and validate an agent file, with the agent files of its sub-agents read into it.
 
     One pass reads the file and, recursively, its sub-agents' files, each relative path made absolute against the
-    directory of the file that wrote it; the whole team is then validated at once, as one `AgentSpec`, and each
-    problem is reported against the file it is in.
+    directory of the file that wrote it, and each file read once however often it is named; the whole team is then
+    validated at once, as one `AgentSpec`, and each problem is reported against the file it is in.
     """
-    files: dict[Location, str] = {}
-    data = _read_agent(Path(path), chain=(), at=(), files=files)
-    return _validated(data, files)
+    reader = _Reader()
+    data = reader.read(Path(path), chain=()).data
+    return _validated(data, _Sources(data, reader.sources))
 
 
-def _read_agent(path: Path, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]) -> dict[str, Any]:
-    """The agent file `path` as plain data, its sub-agent files read in; `files` learns that the spec at `at` is
-    this file's. `chain` holds the files that led here, so a sub-agent file that leads back to one is caught."""
-    files[at] = str(path)
-    return _resolved(_read_toml(path), path, chain=(*chain, path.resolve()), at=at, files=files)
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    """An agent's data with its sub-agent files read in, and what it will weigh in a run's input."""
+
+    data: dict[str, Any]
+    size: int
+    """Bytes of JSON, about, with every sub-agent file read in where it is named."""
+    agents: int
+    """Agents in it, counted as often as they are named."""
+    deepest: tuple[str, ...]
+    """The names along its longest chain of sub-agents, its own first."""
 
 
-def _resolved(
-    data: dict[str, Any], path: Path, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]
-) -> dict[str, Any]:
-    """An agent's data, written in the file `path`, with its relative paths made absolute and its sub-agent files
-    read in. A value of the wrong shape is left as it is, for validation to say what is wrong with it."""
-    servers, subs = data.get("mcp_servers"), data.get("sub_agents")
-    if isinstance(data.get("output"), dict):
-        _, here = _in_file(files, (*at, "output"))
-        data = {**data, "output": _output_schema_read(data["output"], path, field=".".join(map(str, here)))}
-    if isinstance(servers, list):
-        data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
-    if isinstance(subs, list):
-        data = {
-            **data,
-            "sub_agents": [
-                _sub_agent(path, n, sub, chain=chain, at=(*at, "sub_agents", n), files=files)
-                for n, sub in enumerate(subs)
-            ],
-        }
-    return data
+@dataclasses.dataclass(frozen=True)
+class _Level:
+    """One agent on the way from the file loaded to the one being read: its file, and its name."""
+
+    file: Path
+    name: str
+
+
+@dataclasses.dataclass
+class _Reader:
+    """One load's reading of a team's files: each file read once (by resolved path), its result reused wherever the
+    team names it again, so a team is measured (`_Read.size`, `deepest`) before anything expands it."""
+
+    done: dict[Path, _Read] = dataclasses.field(default_factory=dict)
+    sources: dict[int, str] = dataclasses.field(default_factory=dict)
+    """The file each read file's data came from, by the data's `id` (the same dict wherever the file is named)."""
+
+    def read(self, path: Path, *, chain: tuple[_Level, ...]) -> _Read:
+        """The agent file `path` as plain data, its sub-agent files read in; `chain` holds the agents that led here,
+        so a sub-agent file that leads back to one is caught."""
+        resolved = path.resolve()
+        if resolved in self.done:
+            return self.done[resolved]
+        raw = _read_toml(path)
+        name = raw.get("name")
+        level = _Level(resolved, name if isinstance(name, str) else path.stem)
+        read = self._resolved(raw, path, chain=(*chain, level), here=())
+        self.sources[id(read.data)] = str(path)
+        self.done[resolved] = read
+        return read
+
+    def _resolved(self, data: dict[str, Any], path: Path, *, chain: tuple[_Level, ...], here: Location) -> _Read:
+        """An agent's data, written in the file `path` (at `here` in it), with its relative paths made absolute and
+        its sub-agent files read in. A value of the wrong shape is left as it is, for validation to say what is
+        wrong with it."""
+        servers, subs = data.get("mcp_servers"), data.get("sub_agents")
+        size = _json_bytes({key: value for key, value in data.items() if key != "sub_agents"})
+        if isinstance(data.get("output"), dict):
+            output = _output_schema_read(data["output"], path, field=".".join(map(str, (*here, "output"))))
+            size += _json_bytes(output.get("schema")) if output is not data["output"] else 0
+            data = {**data, "output": output}
+        if isinstance(servers, list):
+            data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
+        agents, deepest = 1, (chain[-1].name,)
+        if isinstance(subs, list):
+            resolved = []
+            for n, sub in enumerate(subs):
+                at = (*here, "sub_agents", n)
+                one, read = self._sub_agent(path, sub, chain=chain, at=at)
+                resolved.append(one)
+                if read is None:
+                    size += _json_bytes(one)
+                    continue
+                size += _json_bytes({key: value for key, value in one.items() if key != "spec"}) + read.size
+                agents += read.agents
+                if len(read.deepest) >= len(deepest):
+                    deepest = (chain[-1].name, *read.deepest)
+                if size > MAX_TEAM_BYTES:
+                    _too_large(path, ".".join(map(str, at)), chain, size, agents)
+            data = {**data, "sub_agents": resolved}
+        return _Read(data, size, agents, deepest)
+
+    def _sub_agent(self, path: Path, sub: Any, *, chain: tuple[_Level, ...], at: Location) -> tuple[Any, _Read | None]:
+        """A sub-agent of the file `path`, its `file` read into `spec` (relative to `path`), or its inline `spec`
+        resolved as part of `path`; with what its spec weighs, when it has one."""
+        if not isinstance(sub, dict) or "url" in sub:
+            return sub, None
+        field, file, spec = ".".join(map(str, at)), sub.get("file"), sub.get("spec")
+        if file is None:
+            if not isinstance(spec, dict):
+                return sub, None
+            name = spec.get("name", sub.get("name"))
+            level = _Level(chain[-1].file, name if isinstance(name, str) else "?")
+            _not_too_deep(path, field, (*chain, level), None)
+            read = self._resolved(spec, path, chain=(*chain, level), here=(*at, "spec"))
+            return {**sub, "spec": read.data}, read
+        if spec is not None:
+            raise AgentFileError(f"{path}: field `{field}` sets both `file` and `spec`; keep one of them")
+        if not isinstance(file, str):
+            return sub, None
+        target = path.parent / file
+        files = [level.file for level in chain]
+        if target.resolve() in files:
+            cycle = " -> ".join(p.name for p in (*files[files.index(target.resolve()) :], target.resolve()))
+            raise AgentFileError(
+                f"{path}: field `{field}.file` = {file!r} leads back to an agent that delegates to this one "
+                f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
+            )
+        if not target.is_file():
+            raise AgentFileError(
+                f"{path}: field `{field}.file`: no agent file {target} "
+                "(a sub-agent's `file` is relative to the file that declares it); "
+                "fix the path or create the file"
+            )
+        read = self.done.get(target.resolve())
+        if read is None:
+            _not_too_deep(path, field, (*chain, _Level(target.resolve(), target.stem)), None)
+            read = self.read(target, chain=chain)
+        _not_too_deep(path, field, chain, read.deepest)
+        return {**sub, "spec": read.data}, read
+
+
+def _json_bytes(value: Any) -> int:
+    """About how many bytes `value` takes as JSON in a run's input (a TOML date, which is no JSON, as its text)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+
+
+def _not_too_deep(path: Path, field: str, chain: tuple[_Level, ...], below: tuple[str, ...] | None) -> None:
+    """Refuse the sub-agent at `field` of `path` if the agents that lead to it (`chain`, the sub-agent last) and
+    those below it (`below`; None when not read yet) are more levels than a team may have: before reading further,
+    so a chain of thousands of files is neither read nor recursed into."""
+    names = [level.name for level in chain] + list(below or ())
+    if len(names) > MAX_AGENT_DEPTH:
+        raise AgentFileError(f"{path}: field `{field}`: {too_deep(names, more=below is None)}")
+
+
+def _too_large(path: Path, field: str, chain: tuple[_Level, ...], size: int, agents: int) -> None:
+    via = " > ".join(level.file.name for level in chain)
+    raise AgentFileError(
+        f"{path}: its sub-agents, each `file` read in where it is named (`{field}` brings it past the limit), "
+        f"make a team of {agents:,} agents and over {size // 1_000_000:,} MB of JSON (files {via}); a run's input "
+        f"carries the whole team and takes at most {MAX_TEAM_BYTES // 1_000_000} MB: a file that names the same "
+        "sub-agent file several times, which each does again, multiplies the team; name each file fewer times"
+    )
 
 
 def _output_schema_read(output: dict[str, Any], path: Path, *, field: str) -> dict[str, Any]:
@@ -130,38 +250,6 @@ def _in_directory(server: Any, directory: Path) -> Any:
     if cwd is not None and not isinstance(cwd, str):
         return server
     return {**server, "cwd": str(PurePath(directory, cwd or "."))}
-
-
-def _sub_agent(
-    path: Path, n: int, sub: Any, *, chain: tuple[Path, ...], at: Location, files: dict[Location, str]
-) -> Any:
-    """A sub-agent of the file `path`, its `file` read into `spec` (relative to `path`), or its inline `spec`
-    resolved as part of `path`."""
-    if not isinstance(sub, dict) or "url" in sub:
-        return sub
-    field, file, spec = f"sub_agents.{n}", sub.get("file"), sub.get("spec")
-    if file is None:
-        if not isinstance(spec, dict):
-            return sub
-        return {**sub, "spec": _resolved(spec, path, chain=chain, at=(*at, "spec"), files=files)}
-    if spec is not None:
-        raise AgentFileError(f"{path}: field `{field}` sets both `file` and `spec`; keep one of them")
-    if not isinstance(file, str):
-        return sub
-    target = path.parent / file
-    if target.resolve() in chain:
-        cycle = " -> ".join(p.name for p in (*chain[chain.index(target.resolve()) :], target.resolve()))
-        raise AgentFileError(
-            f"{path}: field `{field}.file` = {file!r} leads back to an agent that delegates to this one "
-            f"({cycle}); sub-agents cannot form a cycle: remove one of these `file` references"
-        )
-    if not target.is_file():
-        raise AgentFileError(
-            f"{path}: field `{field}.file`: no agent file {target} "
-            "(a sub-agent's `file` is relative to the file that declares it); "
-            "fix the path or create the file"
-        )
-    return {**sub, "spec": _read_agent(target, chain=chain, at=(*at, "spec"), files=files)}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -222,29 +310,46 @@ def parse_agent(data: dict[str, Any], *, source: str = "<agent>") -> AgentSpec:
     `file` is not read (`load_agent` reads them)."""
     if nesting(data) > MAX_NESTING:
         raise AgentFileError(f"{source}: tables or lists nest deeper than {MAX_NESTING} levels; flatten them.")
-    return _validated(data, {(): source})
+    return _validated(data, _Sources(data, {id(data): source}))
 
 
-def _validated(data: dict[str, Any], files: dict[Location, str]) -> AgentSpec:
-    """`data` validated as one spec; each problem is told against the file its value came from (`files`)."""
+@dataclasses.dataclass(frozen=True)
+class _Sources:
+    """Which file wrote each part of a team's data: `files` names the file of each file's data, by its `id`."""
+
+    data: dict[str, Any]
+    files: dict[int, str]
+
+    def in_file(self, loc: Location) -> tuple[str, Location]:
+        """The file that wrote the value at `loc` of the whole team's data, and where that file has it: the data is
+        walked along `loc`, each file's data met on the way starting that file's part of it."""
+        source, start, item = self.files[id(self.data)], 0, self.data
+        for n, part in enumerate(loc):
+            try:
+                item = item[part]
+            except (KeyError, IndexError, TypeError):
+                break
+            if id(item) in self.files and isinstance(item, dict):
+                source, start = self.files[id(item)], n + 1
+        return source, loc[start:]
+
+
+def _validated(data: dict[str, Any], sources: _Sources) -> AgentSpec:
+    """`data` validated as one spec; each problem is told against the file its value came from (`sources`)."""
     try:
         return AgentSpec.model_validate(data)
     except ValidationError as err:
-        raise AgentFileError("\n".join(_described(files, item) for item in err.errors())) from None
+        raise AgentFileError("\n".join(_described(sources, item) for item in err.errors())) from None
     except RecursionError:
-        raise AgentFileError(f"{files[()]}: nests too deeply to read; flatten its tables and lists.") from None
+        raise AgentFileError(
+            f"{sources.files[id(data)]}: nests too deeply to read; flatten its tables and lists."
+        ) from None
 
 
-def _described(files: dict[Location, str], item: Any) -> str:
+def _described(sources: _Sources, item: Any) -> str:
     """One validation problem, told against the file that holds it and at its place in that file."""
-    source, loc = _in_file(files, tuple(item["loc"]))
+    source, loc = sources.in_file(tuple(item["loc"]))
     return _describe(source, {**item, "loc": loc})
-
-
-def _in_file(files: dict[Location, str], loc: Location) -> tuple[str, Location]:
-    """The file that wrote the value at `loc` of the whole team's document, and where that file has it."""
-    start = max((at for at in files if loc[: len(at)] == at), key=len)
-    return files[start], loc[len(start) :]
 
 
 def _describe(source: str, item: Any) -> str:

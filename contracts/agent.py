@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -54,6 +54,11 @@ MAX_SCRIPTED_TOKENS = 10**9
 """Tokens one scripted reply may claim: its usage is added up into the run's int64 token total."""
 MAX_NESTING = 32
 """How deep tables and lists may nest in an agent file (sub-agents, `[extra]`)."""
+MAX_AGENT_DEPTH = 32
+"""How many levels of agents a team may have, the agent at its top counted: a run's input is JSON that the worker
+decodes only 200 levels deep (pydantic's JSON parser), each level of sub-agents takes 3 of them, and the deepest
+agent's own settings (`[extra]`, an `[output]` schema) need room too. At 68 levels of bare agents the run failed as
+"Invalid JSON: recursion limit exceeded", which did not say the team nests too deep."""
 STRUCTURED_OUTPUT_MODES = ("native", "prompt")
 """`[extra] structured_output`: how a provider is asked for an agent's `[output]` (docs/typed-output.md): `native`
 (the default: its API's structured output) or `prompt` (the schema in the system prompt only, for a compatible server
@@ -116,6 +121,61 @@ def nesting(value: Any) -> int:
         if depth <= MAX_NESTING:  # deep enough to refuse: no need to walk further
             todo.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def too_deep(names: Sequence[str], *, more: bool = False) -> str:
+    """Why a chain of agents `names` (each the sub-agent of the one before) is refused: it is longer than
+    MAX_AGENT_DEPTH. Said the same by the agent-file loader and by `AgentSpec` (a Python spec, a client's JSON);
+    `more` when the chain goes on past its last name (the loader reads no further)."""
+    shown = " > ".join(names) if len(names) <= 8 else " > ".join([*names[:3], "…", *names[-3:]])
+    return (
+        f"sub-agents nest {'at least ' if more else ''}{len(names)} levels deep ({shown}{' > …' if more else ''}); "
+        f"a team has at most {MAX_AGENT_DEPTH} levels of agents "
+        "(a run's input nests each level in its JSON, and a worker decodes it only so deep): "
+        "give an agent several sub-agents side by side instead of a chain, or remove levels"
+    )
+
+
+def deepest_chain(agent: Any) -> list[str]:
+    """The names along the longest chain of inline sub-agents from `agent` (a spec, or its data), the agent first.
+
+    Without recursion, and each agent counted once however many times it is named (a team built in Python may reuse
+    one spec object), so a team too deep or too wide for validation is measured before it is validated."""
+    below: dict[int, list[str]] = {}
+    open_: set[int] = set()
+    todo: list[tuple[Any, str, bool]] = [(agent, _agent_name(agent, "?"), False)]
+    while todo:
+        item, name, done = todo.pop()
+        if id(item) in below or (not done and id(item) in open_):  # measured, or a loop a validator refuses
+            continue
+        subs = _inline_sub_agents(item)
+        if not done:
+            open_.add(id(item))
+            todo.append((item, name, True))
+            todo.extend((spec, sub_name, False) for spec, sub_name in subs)
+            continue
+        open_.discard(id(item))
+        below[id(item)] = [name, *max((below.get(id(spec), []) for spec, _ in subs), key=len, default=[])]
+    return below[id(agent)]
+
+
+def _inline_sub_agents(agent: Any) -> list[tuple[Any, str]]:
+    """The specs (objects or data) of an agent's inline sub-agents, each with its name."""
+    subs = agent.get("sub_agents") if isinstance(agent, dict) else getattr(agent, "sub_agents", None)
+    found: list[tuple[Any, str]] = []
+    for sub in subs if isinstance(subs, list | tuple) else ():
+        if isinstance(sub, BaseModel) and not isinstance(sub, SubAgent):  # an AgentSpec given as a sub-agent
+            found.append((sub, _agent_name(sub, "?")))
+            continue
+        spec = sub.get("spec") if isinstance(sub, dict) else getattr(sub, "spec", None)
+        if isinstance(spec, dict | BaseModel):
+            found.append((spec, _agent_name(spec, _agent_name(sub, "?"))))
+    return found
+
+
+def _agent_name(agent: Any, default: str) -> str:
+    name = agent.get("name") if isinstance(agent, dict) else getattr(agent, "name", None)
+    return name if isinstance(name, str) else default
 
 
 def _seconds(default: float | None, *, description: str) -> Any:
@@ -818,6 +878,16 @@ class AgentSpec(_Strict):
                     f"{MAX_STREAM_DEADLINE_SECONDS:g} (default {STREAM_DEADLINES[key]:g}), not {seconds!r}"
                 )
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _team_not_too_deep(cls, data: Any) -> Any:
+        # Before validation, which recursed into every level: past 85 levels pydantic gave up with its own
+        # "maximum validation depth exceeded", and a JSON input fails to parse past 67.
+        chain = deepest_chain(data)
+        if len(chain) > MAX_AGENT_DEPTH:
+            raise ValueError(too_deep(chain))
+        return data
 
     @model_validator(mode="after")
     def _compatible_needs_url(self) -> AgentSpec:
