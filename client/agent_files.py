@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import tomllib
 import types
 from collections.abc import Mapping, Sequence
@@ -337,13 +338,33 @@ class _Sources:
 def _validated(data: dict[str, Any], sources: _Sources) -> AgentSpec:
     """`data` validated as one spec; each problem is told against the file its value came from (`sources`)."""
     try:
-        return AgentSpec.model_validate(data)
+        spec = AgentSpec.model_validate(data)
+        quoted = _quoted_values(data)
     except ValidationError as err:
         raise AgentFileError("\n".join(_described(sources, item) for item in err.errors())) from None
     except RecursionError:
         raise AgentFileError(
             f"{sources.files[id(data)]}: nests too deeply to read; flatten its tables and lists."
         ) from None
+    if quoted:
+        raise AgentFileError("\n".join(_described(sources, item) for item in quoted))
+    return spec
+
+
+_QUOTED_TYPES = {"int_type": "a whole number", "float_type": "a number", "bool_type": "`true` or `false`"}
+
+
+def _quoted_values(data: dict[str, Any]) -> list[Any]:
+    """The numbers and booleans an agent file wrote as strings (`max_seconds = "10"`), which pydantic reads as what
+    they say: TOML has numbers and booleans, so a quoted one is a mistake (a `"yes"` was read as true).
+
+    Asked only of a spec that validated, by validating it again strictly; only agent files are held to it, since a
+    client's JSON input (another SDK's, an older release's, a run's in flight) has always been read laxly."""
+    try:
+        AgentSpec.model_validate(data, strict=True)
+    except ValidationError as err:
+        return [item for item in err.errors() if item["type"] in _QUOTED_TYPES and isinstance(item["input"], str)]
+    return []
 
 
 def _described(sources: _Sources, item: Any) -> str:
@@ -356,6 +377,17 @@ def _describe(source: str, item: Any) -> str:
     loc = [str(part) for part in item["loc"]]
     field = ".".join(loc) or "(top level)"
     kind = item["type"]
+    if kind in _QUOTED_TYPES and isinstance(item.get("input"), str):
+        value = item["input"].strip()
+        fix = (
+            f"drop the quotes: `{loc[-1]} = {value}`"
+            if _unquoted_fits(value, kind)
+            else f"write {_QUOTED_TYPES[kind]}, without quotes"
+        )
+        return (
+            f"{source}: field `{field}` is the string {_shown(item['input'])}, not {_QUOTED_TYPES[kind]}; "
+            f"TOML writes numbers and booleans without quotes: {fix}"
+        )
     if kind == "extra_forbidden":
         model = _model_at(AgentSpec, tuple(item["loc"][:-1]))
         known = sorted(_field_names(model)) if model else []
@@ -374,6 +406,16 @@ def _describe(source: str, item: Any) -> str:
         problem = "out of range" if kind in _RANGE_ERRORS else item["msg"]
         return f"{source}: field `{field}`: {problem} (got {_shown(item.get('input'))}); use {allowed}"
     return f"{source}: field `{field}`: {item['msg']} (got {_shown(item.get('input'))}); fix the value"
+
+
+def _unquoted_fits(value: str, kind: str) -> bool:
+    """Whether `value`, unquoted, is what the field takes: `10` for a number, `true` for a boolean."""
+    if kind == "bool_type":
+        return value in ("true", "false")
+    try:
+        return math.isfinite(float(value)) and (kind == "float_type" or float(value).is_integer())
+    except ValueError:
+        return False
 
 
 _RANGE_ERRORS = {"finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal"}

@@ -129,3 +129,27 @@ def test_an_unknown_nested_field_lists_the_fields_of_that_place(tmp_path):
         match=r"field `scripted.0.tool_calls.0.qqqqq` is not an agent setting; known fields here: arguments, id, name$",
     ):
         load_agent(write(tmp_path, 'name = "a"\n[[scripted]]\n[[scripted.tool_calls]]\nname = "echo"\nqqqqq = 1\n'))
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[budgets]\nmax_seconds = "10"\n', "field `budgets.max_seconds` is the string '10', not a number"),
+        ('[loop]\npersistence_nudges = "2"\n', "field `loop.persistence_nudges` is the string '2', not a whole number"),
+        ('temperature = "0.5"\n', "drop the quotes: `temperature = 0.5`"),
+        ('thrash_guard = "yes"\n', "field `thrash_guard` is the string 'yes', not `true` or `false`"),
+        ('[[mcp_servers]]\nname = "s"\ncommand = "x"\nhandshake_seconds = "5"\n', "mcp_servers.0.stdio.handshake"),
+    ],
+)
+def test_a_number_or_boolean_written_as_a_string_is_refused_saying_to_drop_the_quotes(tmp_path, text, said):
+    # pydantic read "10" as 10 and "yes" as true: TOML has numbers and booleans, so quotes are a mistake.
+    with pytest.raises(AgentFileError, match="TOML writes numbers and booleans without quotes") as raised:
+        load_agent(write(tmp_path, f'name = "a"\n{text}'))
+    assert said in str(raised.value)
+
+
+def test_a_clients_json_spec_still_reads_a_quoted_number_as_it_always_has():
+    # Another SDK's input, or a run in flight of an older release, must decode as it did: only agent files are strict.
+    from stalwart.contracts.agent import AgentSpec
+
+    assert AgentSpec.model_validate({"name": "a", "budgets": {"max_seconds": "10"}}).budgets.max_seconds == 10
