@@ -19,6 +19,7 @@ from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
 from stalwart.activities import secrets
+from stalwart.client.tool_names import binding_problems
 from stalwart.contracts.agent import (
     BUILTIN_PROVIDERS,
     ENV_REFERENCE,
@@ -529,6 +530,7 @@ def static_problems(spec: AgentSpec, *, source: str, where: str = "") -> list[st
     unknown = unknown_tool_names(spec)
     if unknown is not None:
         problems.append(f"{source}: {where}{unknown}")
+    problems += [f"{source}: {problem}" for problem in binding_problems(spec, where=where)]
     for field, name in names:
         problem = secrets.env_problem(name, "it")
         if problem is not None:

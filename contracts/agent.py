@@ -6,6 +6,7 @@ history: replaying it needs no agent file.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections import Counter
@@ -948,8 +949,14 @@ def unknown_tool_names(spec: AgentSpec, tools: Iterable[str] | None = None) -> s
     ]
     if not problems:
         return None
+    meant = sorted(
+        f"`{close[0]}` for {name}"
+        for name in {*spec.require_approval, *spec.bindings} - known
+        if (close := difflib.get_close_matches(name, known, n=1))
+    )
+    hint = f" (did you mean {', '.join(meant)}?)" if meant else ""
     return (
         f"agent {spec.name!r}: {' and '.join(problems)} that it does not have (its tools: "
         f"{', '.join(sorted(known)) or 'none'}); a misspelt name there leaves the tool it meant without its approval "
-        "or binding: fix the name in the agent file"
+        f"or binding: fix the name in the agent file{hint}"
     )
