@@ -13,7 +13,7 @@ import tomllib
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
@@ -123,7 +123,8 @@ class _Reader:
             data = {**data, "output": output}
         if isinstance(servers, list):
             data = {**data, "mcp_servers": [_in_directory(server, path.parent.resolve()) for server in servers]}
-        agents, deepest = 1, (chain[-1].name,)
+        agents = 1
+        deepest: tuple[str, ...] = (chain[-1].name,)
         if isinstance(subs, list):
             resolved = []
             for n, sub in enumerate(subs):
@@ -174,10 +175,9 @@ class _Reader:
                 "(a sub-agent's `file` is relative to the file that declares it); "
                 "fix the path or create the file"
             )
-        read = self.done.get(target.resolve())
-        if read is None:
+        if target.resolve() not in self.done:
             _not_too_deep(path, field, (*chain, _Level(target.resolve(), target.stem)), None)
-            read = self.read(target, chain=chain)
+        read = self.read(target, chain=chain)
         _not_too_deep(path, field, chain, read.deepest)
         return {**sub, "spec": read.data}, read
 
@@ -197,12 +197,12 @@ def _not_too_deep(path: Path, field: str, chain: tuple[_Level, ...], below: tupl
 
 
 def _too_large(path: Path, field: str, chain: tuple[_Level, ...], size: int, agents: int) -> None:
-    via = " > ".join(level.file.name for level in chain)
+    via = " > ".join(dict.fromkeys(level.file.name for level in chain))  # a file's inline sub-agents: named once
     raise AgentFileError(
-        f"{path}: its sub-agents, each `file` read in where it is named (`{field}` brings it past the limit), "
-        f"make a team of {agents:,} agents and over {size // 1_000_000:,} MB of JSON (files {via}); a run's input "
+        f"{path}: with each sub-agent `file` read in where it is named, its team is {agents:,} agents and over "
+        f"{size // 1_000_000:,} MB of JSON (`{field}` takes it past the limit; reached by {via}); a run's input "
         f"carries the whole team and takes at most {MAX_TEAM_BYTES // 1_000_000} MB: a file that names the same "
-        "sub-agent file several times, which each does again, multiplies the team; name each file fewer times"
+        "sub-agent file several times, each of which does so again, multiplies the team; name each file fewer times"
     )
 
 
@@ -325,7 +325,7 @@ class _Sources:
     def in_file(self, loc: Location) -> tuple[str, Location]:
         """The file that wrote the value at `loc` of the whole team's data, and where that file has it: the data is
         walked along `loc`, each file's data met on the way starting that file's part of it."""
-        source, start, item = self.files[id(self.data)], 0, self.data
+        source, start, item = self.files[id(self.data)], 0, cast(Any, self.data)
         for n, part in enumerate(loc):
             try:
                 item = item[part]

@@ -55,7 +55,7 @@ def test_a_team_that_fans_out_past_a_runs_input_is_refused_naming_the_limit_and_
     said = str(raised.value)
     assert f"at most {MAX_TEAM_BYTES // 1_000_000} MB" in said
     assert said.startswith(str(tmp_path / "f7.toml"))
-    assert "f0.toml > f1.toml" in said and "name each file fewer times" in said
+    assert "reached by f0.toml > f1.toml" in said and "name each file fewer times" in said
 
 
 def test_an_error_in_a_file_named_twice_is_told_against_that_file(tmp_path):
