@@ -337,10 +337,18 @@ class _Sources:
 
 
 def _validated(data: dict[str, Any], sources: _Sources) -> AgentSpec:
-    """`data` validated as one spec; each problem is told against the file its value came from (`sources`)."""
+    """`data` validated as one spec; each problem is told against the file its value came from (`sources`).
+
+    Validated strictly first: pydantic otherwise reads a number or boolean written as a string (`max_seconds = "10"`,
+    `thrash_guard = "yes"`) as what it says, and TOML has numbers and booleans, so quotes are a mistake. What only
+    strictness refuses besides (`max_steps = 3.0`) is read as before. Only agent files are held to it: a client's JSON
+    input (another SDK's, an older release's, a run's in flight) is read as it always was."""
     try:
+        try:
+            return AgentSpec.model_validate(data, strict=True)
+        except ValidationError as strict:
+            quoted = [item for item in strict.errors() if _is_quoted(item)]
         spec = AgentSpec.model_validate(data)
-        quoted = _quoted_values(data)
     except ValidationError as err:
         raise AgentFileError("\n".join(_described(sources, item) for item in err.errors())) from None
     except RecursionError:
@@ -355,17 +363,9 @@ def _validated(data: dict[str, Any], sources: _Sources) -> AgentSpec:
 _QUOTED_TYPES = {"int_type": "a whole number", "float_type": "a number", "bool_type": "`true` or `false`"}
 
 
-def _quoted_values(data: dict[str, Any]) -> list[Any]:
-    """The numbers and booleans an agent file wrote as strings (`max_seconds = "10"`), which pydantic reads as what
-    they say: TOML has numbers and booleans, so a quoted one is a mistake (a `"yes"` was read as true).
-
-    Asked only of a spec that validated, by validating it again strictly; only agent files are held to it, since a
-    client's JSON input (another SDK's, an older release's, a run's in flight) has always been read laxly."""
-    try:
-        AgentSpec.model_validate(data, strict=True)
-    except ValidationError as err:
-        return [item for item in err.errors() if item["type"] in _QUOTED_TYPES and isinstance(item["input"], str)]
-    return []
+def _is_quoted(item: Any) -> bool:
+    """Whether a strict validation error is a number or boolean written as a string."""
+    return item["type"] in _QUOTED_TYPES and isinstance(item.get("input"), str)
 
 
 def _described(sources: _Sources, item: Any) -> str:
@@ -378,7 +378,7 @@ def _describe(source: str, item: Any) -> str:
     loc = [str(part) for part in item["loc"]]
     field = ".".join(loc) or "(top level)"
     kind = item["type"]
-    if kind in _QUOTED_TYPES and isinstance(item.get("input"), str):
+    if _is_quoted(item):
         value = item["input"].strip()
         fix = (
             f"drop the quotes: `{loc[-1]} = {value}`"

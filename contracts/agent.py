@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -135,6 +136,10 @@ def too_deep(names: Sequence[str], *, more: bool = False) -> str:
         "(a run's input nests each level in its JSON, and a worker decodes it only so deep): "
         "give an agent several sub-agents side by side instead of a chain, or remove levels"
     )
+
+
+_TEAM_MEASURED: ContextVar[bool] = ContextVar("stalwart_team_measured", default=False)
+"""Set while the agents of a team measured by `AgentSpec._team_not_too_deep` are validated."""
 
 
 def deepest_chain(agent: Any) -> list[str]:
@@ -880,15 +885,22 @@ class AgentSpec(_Strict):
                 )
         return value
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _team_not_too_deep(cls, data: Any) -> Any:
-        # Before validation, which recursed into every level: past 85 levels pydantic gave up with its own
-        # "maximum validation depth exceeded", and a JSON input fails to parse past 67.
+    def _team_not_too_deep(cls, data: Any, handler: ModelWrapValidatorHandler[AgentSpec]) -> AgentSpec:
+        # Measured once, by the agent validated first (the top one), before validation goes down into the team: past
+        # 85 levels it gave up with pydantic's "maximum validation depth exceeded", and a JSON input failed to parse
+        # past 67 levels. The agents below are validated while `_TEAM_MEASURED` says it is done.
+        if _TEAM_MEASURED.get():
+            return handler(data)
         chain = deepest_chain(data)
         if len(chain) > MAX_AGENT_DEPTH:
             raise ValueError(too_deep(chain))
-        return data
+        token = _TEAM_MEASURED.set(True)
+        try:
+            return handler(data)
+        finally:
+            _TEAM_MEASURED.reset(token)
 
     @model_validator(mode="after")
     def _compatible_needs_url(self) -> AgentSpec:
