@@ -13,7 +13,7 @@ from temporalio.common import RawValue
 from stalwart.activities.storage.converter import stalwart_converter
 from stalwart.client import agent_files
 from stalwart.client.agent_files import MAX_TEAM_BYTES, AgentFileError, load_agent
-from stalwart.contracts.agent import MAX_AGENT_DEPTH, AgentSpec
+from stalwart.contracts.agent import MAX_AGENT_DEPTH, MAX_NESTING, AgentSpec
 from stalwart.workflows.arguments import decoded_run_input
 
 
@@ -107,3 +107,20 @@ def test_a_json_run_input_too_deep_is_refused_by_the_run_naming_the_depth():
         f"sub-agents nest 40 levels deep (n0 > n1 > n2 > … > n37 > n38 > n39); a team has at most {MAX_AGENT_DEPTH}"
         in reason
     )
+
+
+def test_a_team_as_deep_as_the_limit_decodes_as_a_runs_input_with_its_deepest_settings_nested_to_theirs():
+    # The limit sits below what the run's JSON decoding takes (200 levels), with room for the deepest agent's own
+    # settings: `[extra]` nested as deep as an agent file may nest.
+    extra: dict = {}
+    for _ in range(MAX_NESTING - 1):
+        extra = {"a": extra}
+    team = inline_chain(MAX_AGENT_DEPTH)
+    leaf = team
+    while "sub_agents" in leaf:
+        leaf = leaf["sub_agents"][0]["spec"]
+    leaf["extra"] = extra
+    converter = stalwart_converter().payload_converter
+    payload = converter.to_payloads([{"agent": team, "goal": "hi"}])[0]
+    value, reason = decoded_run_input(RawValue(payload), converter)
+    assert reason is None and value is not None
