@@ -175,21 +175,26 @@ async def test_a_history_of_encrypted_payloads_without_the_key_is_unreadable_not
     assert KEYS_VAR in shown.stderr
 
 
-@pytest.mark.slow
-async def test_a_history_without_its_stored_payloads_is_unreadable_not_a_divergence(
-    dev_env, task_queue, tmp_path, monkeypatch
-):
+async def _exported_with_a_stored_answer(dev_env, task_queue: str, folder: Path, monkeypatch) -> Path:
+    """`folder`, holding the exported history of a run whose answer was stored outside history, beside it."""
     _keyless(monkeypatch)
-    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))
+    monkeypatch.setenv("STALWART_STORAGE", str(folder.parent / "workers-storage"))
     monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
     storing = await connect(dev_env.address, from_config=False)  # the workers' converter: it stores large payloads
     agent = AgentSpec(name="long", scripted=[ScriptedReply(text="read it " * 600)])
     async with build_worker(storing, task_queue=task_queue):
         handle = await StalwartClient(storing, task_queue=task_queue).start(agent, "a goal")
         await handle.result()
-    exported = tmp_path / "exported"
-    await export_run(storing, handle.run_id, exported)
-    assert (exported / STORAGE_FOLDER).is_dir(), "the answer was stored outside history"
+    await export_run(storing, handle.run_id, folder)
+    assert (folder / STORAGE_FOLDER).is_dir(), "the answer was stored outside history"
+    return folder
+
+
+@pytest.mark.slow
+async def test_a_history_without_its_stored_payloads_is_unreadable_not_a_divergence(
+    dev_env, task_queue, tmp_path, monkeypatch
+):
+    exported = await _exported_with_a_stored_answer(dev_env, task_queue, tmp_path / "exported", monkeypatch)
     assert (await replay_files([exported]))[0].ok
 
     shutil.rmtree(exported / STORAGE_FOLDER)
@@ -206,16 +211,7 @@ async def test_a_folder_named_relative_to_here_replays_with_the_stored_payloads_
 ):
     """`stalwart replay histories/` refused the folder once it held a `storage/` folder: "StorageConfig.local_root
     'histories/storage' is relative", nothing replayed; named absolute, the same folder replayed ok."""
-    _keyless(monkeypatch)
-    monkeypatch.setenv("STALWART_STORAGE", str(tmp_path / "workers-storage"))
-    monkeypatch.setenv("STALWART_STORAGE_THRESHOLD_BYTES", "2000")
-    storing = await connect(dev_env.address, from_config=False)  # the workers' converter: it stores large payloads
-    agent = AgentSpec(name="long", scripted=[ScriptedReply(text="read it " * 600)])
-    async with build_worker(storing, task_queue=task_queue):
-        handle = await StalwartClient(storing, task_queue=task_queue).start(agent, "a goal")
-        await handle.result()
-    await export_run(storing, handle.run_id, tmp_path / "histories")
-    assert (tmp_path / "histories" / STORAGE_FOLDER).is_dir(), "the answer was stored outside history"
+    await _exported_with_a_stored_answer(dev_env, task_queue, tmp_path / "histories", monkeypatch)
     monkeypatch.delenv("STALWART_STORAGE")  # the payloads are read from beside the files, nowhere else
     monkeypatch.chdir(tmp_path)
 
