@@ -10,6 +10,8 @@ anything: a CLI, a client or a test pays only for what it touches.
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -64,14 +66,22 @@ if TYPE_CHECKING:
     from stalwart.workers.worker import build_worker
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stalwart' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+def _lazily(exports: dict[str, str], owner: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A module's `__getattr__` and `__dir__` (PEP 562) that import each of its public names, `exports` (name ->
+    the module defining it), on first use: the one lazy-export mechanism, here and in `stalwart.errors`."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[owner], name, value)  # later lookups skip this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(exports)
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazily(_EXPORTS, __name__)

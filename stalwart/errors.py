@@ -6,8 +6,95 @@ package's names do, so importing it imports neither the SDK's client nor a provi
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from stalwart import _lazily
+
+if TYPE_CHECKING:  # the names' types, for type checkers: at run time they load on first use
+    from stalwart.activities.a2a.errors import (
+        A2AError,
+        A2AProtocolError,
+        A2ARequestError,
+        A2ATaskError,
+        A2AUnavailableError,
+    )
+    from stalwart.activities.mcp.errors import (
+        McpConfigError,
+        McpServerExited,
+        McpToolError,
+        McpUnavailable,
+    )
+    from stalwart.activities.providers.base import (
+        ModelConfigError,
+        ModelError,
+        ModelGarbledError,
+        ModelRequestError,
+        ModelUnavailableError,
+    )
+    from stalwart.activities.secrets import EnvNotAllowed
+    from stalwart.activities.storage.config import StorageSettingError
+    from stalwart.activities.storage.objects import ObjectNotFoundError
+    from stalwart.activities.tool_activities import BindingError
+    from stalwart.activities.tools.builtin import NotAllowed
+    from stalwart.activities.tools.registry import (
+        RetryableToolError,
+        ToolArgumentsError,
+        ToolDefinitionError,
+        ToolSignatureError,
+    )
+    from stalwart.activities.transcripts import TranscriptError
+    from stalwart.client.agent_files import AgentFileError
+    from stalwart.client.api import (
+        DecisionRefused,
+        InvalidRunInput,
+        MessageRefused,
+        SessionClosed,
+        UpdateRefused,
+    )
+    from stalwart.client.chain import ModelCallNotFound
+    from stalwart.client.connection import TemporalConnectionError
+    from stalwart.client.queries import InvalidQuery
+    from stalwart.client.reader import RunWithoutResult
+    from stalwart.client.replay import (
+        ExportError,
+        HistoryFileError,
+        NotAStalwartRun,
+    )
+    from stalwart.client.run_failures import RunEndedInError
+    from stalwart.client.server_errors import (
+        NamespaceNotFound,
+        RequestRefused,
+        RunNotFound,
+        TemporalRefused,
+    )
+    from stalwart.contracts.errors import (
+        ConfigurationError,
+        EncryptionKeyError,
+        InfrastructureError,
+        MissingEncryptionKey,
+        NotFound,
+        RunFailed,
+        StalwartError,
+        UnusablePath,
+        UsageError,
+    )
+    from stalwart.contracts.patterns import PatternError
+    from stalwart.contracts.run import OutputNotOfType
+    from stalwart.contracts.tracing import TracingSettingError
+    from stalwart.workers.dev_server import (
+        DevServerExited,
+        DevServerUnanswered,
+        ExecutableNotFound,
+    )
+    from stalwart.workers.plugin import PluginError
+    from stalwart.workers.telemetry import (
+        MetricsUnavailable,
+        TelemetrySettingError,
+    )
+    from stalwart.workers.versioning import VersioningError, VersionNotReady
+    from stalwart.workers.worker import ToolModuleError
+    from stalwart.workflows.local_activities import StalwartActivitiesMissing
+
 
 _DEFINED_IN: dict[str, str] = {
     "StalwartError": "stalwart.contracts.errors",
@@ -80,14 +167,4 @@ _DEFINED_IN: dict[str, str] = {
 __all__ = list(_DEFINED_IN)
 
 
-def __getattr__(name: str) -> Any:
-    module = _DEFINED_IN.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stalwart.errors' has no attribute {name!r}; docs/errors.md lists the errors")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazily(_DEFINED_IN, __name__)

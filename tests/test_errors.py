@@ -3,6 +3,7 @@ follows the branch, and the failure types written into histories keep their valu
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import builtins
@@ -11,6 +12,7 @@ import os
 import pkgutil
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import GrpcStatus
@@ -320,3 +322,10 @@ def test_every_error_the_docs_name_is_importable_from_stalwart_errors_and_nothin
     assert sorted(stalwart.errors.__all__) == sorted(_documented_error_names())
     for name in stalwart.errors.__all__:
         assert issubclass(getattr(stalwart.errors, name), StalwartError), name
+    typed = {  # what type checkers see: the module's imports under TYPE_CHECKING
+        alias.name
+        for node in ast.walk(ast.parse(Path(stalwart.errors.__file__).read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    } - {"annotations", "TYPE_CHECKING", "_lazily"}
+    assert typed == set(stalwart.errors.__all__)
