@@ -39,7 +39,7 @@ from stalwart.contracts.errors import NotFound, UnusablePath, UsageError
 from stalwart.contracts.failure_types import INVALID_RUN_INPUT
 from stalwart.contracts.names import WORKFLOW_TYPE
 from stalwart.workflows import AgentWorkflow
-from stalwart.workflows.arguments import NO_INPUT, InputCount, decoded_run_input
+from stalwart.workflows.arguments import decoded_run_input, start_input
 from stalwart.workflows.failures import innermost_message
 
 STORAGE_FOLDER = "storage"
@@ -337,8 +337,7 @@ async def _input_it_did_not_run_on(history: WorkflowHistory, converter: DataConv
     payloads = list(started.input.payloads)
     try:
         inputs = await converter.decode(payloads, [RawValue] * len(payloads))
-        raw = InputCount(len(inputs)) if len(inputs) > 1 else inputs[0] if inputs else NO_INPUT
-        _, reason = decoded_run_input(raw, converter.payload_converter)
+        _, reason = decoded_run_input(start_input(inputs), converter.payload_converter)
     except Exception:  # a missing key or stored payload: `_unreadable` says which
         return None
     return reason
@@ -357,9 +356,10 @@ async def replay_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> li
 
 async def replaying_live(client: Client, query: str, limit: int = LIVE_LIMIT) -> AsyncIterator[ReplayOutcome]:
     """`replay_live`, each outcome as soon as it is known: replaying a thousand runs takes minutes."""
+    converter = stalwart_converter()  # one for every run: their payloads are read where the workers keep them
     async for workflow_id, histories in matching_chains(client, query, limit):
         for history in histories:
-            yield await _replay(history, workflow_id, stalwart_converter(), (AgentWorkflow,))
+            yield await _replay(history, workflow_id, converter, (AgentWorkflow,))
 
 
 async def matching_chains(client: Client, query: str, limit: int) -> AsyncIterator[tuple[str, list[WorkflowHistory]]]:

@@ -83,19 +83,23 @@ def one_input(method: _Method) -> _Method:
 
         @functools.wraps(method)
         async def running(self: object, *inputs: object) -> Any:
-            return await method(self, *_one(inputs))
+            return await method(self, start_input(inputs))
 
         return cast(_Method, running)
 
     @functools.wraps(method)
     def starting(self: object, *inputs: object) -> Any:
-        return method(self, *_one(inputs))
+        return method(self, start_input(inputs))
 
     return cast(_Method, starting)
 
 
-def _one(inputs: tuple[object, ...]) -> tuple[object, ...]:
-    return (InputCount(len(inputs)),) if len(inputs) > 1 else inputs
+def start_input(inputs: Sequence[Any]) -> Any:
+    """What a start that sent `inputs` hands the run as its one input: the input, `NO_INPUT` for none, and an
+    `InputCount` for more than one (`run_input` refuses it, naming the count)."""
+    if len(inputs) > 1:
+        return InputCount(len(inputs))
+    return inputs[0] if inputs else NO_INPUT
 
 
 def run_input(raw: RawValue | InputCount) -> tuple[ContinuedRunInput, str | None]:
