@@ -261,7 +261,8 @@ class AgentWorkflow:
         if reply.truncated:
             self._error = truncated(self._agent, state, reply)
             return "max_tokens"
-        if reply.feedback is not None:
+        if reply.feedback is not None:  # a malformed action (text protocols): the model is told, and its step says so
+            self._chain.steps[-1].error = conversation.MALFORMED_ACTION.format(feedback=reply.feedback)
             state.unsent.append(Message(role="user", content=reply.feedback))
             return None
         if reply.wants_final_answer:

@@ -10,6 +10,9 @@ from stalwart.contracts.tools import ToolSpec
 
 MAX_STEPS_ANSWER = "Reached maximum reasoning steps ({n})"
 FINAL_RESPONSE_PROMPT = "Now provide your final response to the user."
+MALFORMED_ACTION = "malformed action, sent back to the model: {feedback}"
+"""The `error` of a model step whose reply held a malformed action (text protocols): the note the model is sent,
+which names what was wrong. Without it the step log would show model steps alike until `max_steps`, saying nothing."""
 FINALIZE_PROMPT = (
     "You have reached your {budget} budget. Do not call any tools. "
     "Give your best final answer now, using what you have found so far."
