@@ -19,16 +19,17 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowHistory,
     WorkflowHistoryEventFilterType,
+    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from stalwart.client.connection import connect, ui_base
 from stalwart.client.decisions import Taken, taken
 from stalwart.client.queries import matching
-from stalwart.client.reader import RunDescription, RunReader
+from stalwart.client.reader import ClosedRun, RunDescription, RunReader
 from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
 from stalwart.client.run_failures import RunEndedInError
 from stalwart.client.stream import Progress, StreamEvent, stream_answer
@@ -143,8 +144,16 @@ class RunHandle(RunReader):
         async for event in events:
             yield event
 
-    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta) -> Any:
-        return await self._handle.query(name, result_type=result_type, rpc_timeout=rpc_timeout)
+    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta, open_only: bool = False) -> Any:
+        try:
+            return await self._handle.query(
+                name,
+                result_type=result_type,
+                rpc_timeout=rpc_timeout,
+                reject_condition=QueryRejectCondition.NOT_OPEN if open_only else None,
+            )
+        except WorkflowQueryRejectedError as err:
+            raise ClosedRun(f"run {self.run_id} has closed") from err
 
     async def follow(
         self,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import HistoryEventFilterType, WorkflowExecutionStatus
+from temporalio.api.enums.v1 import HistoryEventFilterType, QueryRejectCondition, WorkflowExecutionStatus
 from temporalio.api.query.v1 import WorkflowQuery
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
@@ -75,6 +75,10 @@ class RunWithoutResult(RunFailed, RuntimeError):
 
 class _Unanswered(Exception):
     """No worker answered a query: read the run from its history instead."""
+
+
+class ClosedRun(Exception):
+    """A query asked of the open run only (`open_only`) found it closed: the server says so without a worker."""
 
 
 def _unanswered(err: RPCError) -> bool:
@@ -201,14 +205,19 @@ class RunReader:
         """Tool calls of this run that wait for a person's decision.
 
         With no worker running, they are read from the run's history and `offline` says so. A run that has ended
-        has none, whatever a replay of its history would say of a call it waited on when it was terminated.
+        has none, whatever a replay of its history would say of a call it waited on when it was terminated, and
+        `closed` says so. One query, whether the run is open or closed: the query is asked of the open run only
+        (Temporal's reject condition `NOT_OPEN`), so a closed run is refused by the server without a `describe`,
+        a worker or a replay of its history (`stalwart pending` and `awaiting_approval` read every run listed).
         """
-        self.offline = None
-        self.closed = not (await self.describe()).running
-        if self.closed:
+        self.offline, self.closed = None, False
+        try:  # asked of the open run only: the server refuses a closed one at once, so no `describe` is needed
+            return cast(
+                list[PendingApproval], await self._ask("pending_approvals", list[PendingApproval], open_only=True)
+            )
+        except ClosedRun:
+            self.closed = True
             return []
-        try:
-            return cast(list[PendingApproval], await self._ask("pending_approvals", list[PendingApproval]))
         except _Unanswered:
             return (await self._offline())[1]
 
@@ -277,14 +286,21 @@ class RunReader:
                 return
             request.next_page_token = page.next_page_token
 
-    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta) -> Any:
-        """One answer of the running workflow's query `name`, with no retry of a query that times out."""
+    async def query(self, name: str, result_type: Any, *, rpc_timeout: timedelta, open_only: bool = False) -> Any:
+        """One answer of the running workflow's query `name`, with no retry of a query that times out.
+
+        With `open_only`, a closed run is not asked (no worker replays it): `ClosedRun` is raised instead."""
         request = QueryWorkflowRequest(
-            namespace=self._namespace, execution=self._execution, query=WorkflowQuery(query_type=name)
+            namespace=self._namespace,
+            execution=self._execution,
+            query=WorkflowQuery(query_type=name),
+            query_reject_condition=QueryRejectCondition.QUERY_REJECT_CONDITION_NOT_OPEN
+            if open_only
+            else QueryRejectCondition.QUERY_REJECT_CONDITION_UNSPECIFIED,
         )
         answered = await self._service.query_workflow(request, retry=True, timeout=rpc_timeout)
-        if answered.HasField("query_rejected"):  # the workflow sets no reject condition: not expected
-            raise RuntimeError(f"the server refused the {name!r} query of run {self.run_id}")
+        if answered.HasField("query_rejected"):  # only a query asked `open_only` has a reject condition
+            raise ClosedRun(f"run {self.run_id} has closed")
         return await self.decode(answered.query_result.payloads, result_type)
 
     async def decode(self, payloads: Any, kind: Any) -> Any:
@@ -385,7 +401,7 @@ class RunReader:
 
     # -- live queries --------------------------------------------------------
 
-    async def _ask(self, name: str, result_type: Any) -> Any:
+    async def _ask(self, name: str, result_type: Any, *, open_only: bool = False) -> Any:
         """A live query, or `_Unanswered` when no worker answers it, instead of an error after half a minute.
 
         A worker that polls answers at once. When the first try times out, a task queue without live pollers
@@ -393,15 +409,18 @@ class RunReader:
         once. With pollers listed (a live worker, perhaps still replaying the run after another died, or a dead
         one that died without a word, which the server still lists for a while) the query is tried once more,
         briefly (`_SECOND_TRY_TIMEOUT`), then given up on: `stalwart show` answers within about 3 s of a kill.
+        With `open_only`, a closed run raises `ClosedRun` (`query`).
         """
         try:
-            return await self._query(name, result_type, attempts=1, timeout=_FIRST_TRY_TIMEOUT)
+            return await self._query(name, result_type, attempts=1, timeout=_FIRST_TRY_TIMEOUT, open_only=open_only)
         except RPCError as err:
             if not _unanswered(err):
                 raise
         if await self._worker_polling():
             try:
-                return await self._query(name, result_type, attempts=1, timeout=_SECOND_TRY_TIMEOUT)
+                return await self._query(
+                    name, result_type, attempts=1, timeout=_SECOND_TRY_TIMEOUT, open_only=open_only
+                )
             except RPCError as err:
                 if not _unanswered(err):
                     raise
@@ -413,7 +432,13 @@ class RunReader:
         return polling is not False
 
     async def _query(
-        self, name: str, result_type: Any, *, attempts: int = _QUERY_ATTEMPTS, timeout: timedelta = _QUERY_RPC_TIMEOUT
+        self,
+        name: str,
+        result_type: Any,
+        *,
+        attempts: int = _QUERY_ATTEMPTS,
+        timeout: timedelta = _QUERY_RPC_TIMEOUT,
+        open_only: bool = False,
     ) -> Any:
         """Ask the running workflow, one query at a time.
 
@@ -424,7 +449,7 @@ class RunReader:
         async with self._one_query:
             for attempt in range(attempts):
                 try:
-                    return await self.query(name, result_type, rpc_timeout=timeout)
+                    return await self.query(name, result_type, rpc_timeout=timeout, open_only=open_only)
                 except RPCError as err:
                     # A query that reaches a run just as it continues as new is never answered; the
                     # next one goes to the new run.
