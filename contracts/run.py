@@ -79,6 +79,10 @@ class StepRecord(Contract):
     summary, which replaced those messages in what the model is sent. It is not one of the `max_steps`."""
     stop_reason: str | None = None
     """For a model turn: why the model stopped, in the provider's words (`end_turn`, `length`, `max_tokens` ...)."""
+    budget_answer: str | None = None
+    """On the last record of a turn a budget stopped with an answer no step gave (`Reached maximum reasoning steps
+    (N)`, or the last answer `[output]` sent back): that answer, which the events give as the turn's
+    `agent_response`. The run's `answer` is only its latest turn's: a session's earlier turns have theirs here."""
     result_stored: StoredContent | None = None
     """Where the tool activity stored this (large) result. An archived step log refers to it there instead of
     holding `result` again; reading the archive fills `result` back in."""

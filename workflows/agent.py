@@ -214,6 +214,7 @@ class AgentWorkflow:
                 stop = "max_seconds"
                 self._budget_fired_at = progress.deadline  # later than now only if no worker ran at the deadline
             self._error = why_no_output(agent, state, progress, stop, self._error)  # typed output a budget cut
+            conversation.keep_budget_answer(self._chain.steps, stop, state.answer)  # the turn's agent_response
             state.turn = None
             self._inbox.answer_turn(turn.result(stop, state.answer or "", self._error, self._chain.steps))
             spent = turn.budget.spent

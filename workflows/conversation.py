@@ -125,9 +125,10 @@ def events(
     block). Event ids are `evt-<record>-<type>`, `<record>` counting the log's records from `first_index` + 1
     (the records of earlier runs of a continue-as-new chain), so an event keeps its id as the run goes on.
 
-    An answer is an `agent_response`, as the model's is: a run that a budget stopped (its `status`) with an
-    `answer` no step of its last turn gave (`Reached maximum reasoning steps (N)`, seed 000's, or the last one
-    `[output]` sent back) ends with it, under the last record's number.
+    An answer is an `agent_response`, as the model's is: a turn that a budget stopped with an answer no step of it
+    gave (`Reached maximum reasoning steps (N)`, seed 000's, or the last one `[output]` sent back) ends with it,
+    under its last record's number. That record keeps it (`budget_answer`), each turn of a session its own; a
+    result recorded before has only the run's `answer`, for its `status`.
     """
     out: list[RunEvent] = []
     index = first_index
@@ -170,15 +171,29 @@ def events(
                 add(step, "error", step.error)
             elif step.ended_at is not None and step.final:
                 add(step, "agent_response", step.content)
-    if steps and status in BUDGET_STOPS and answer and not _answered(steps):
+        if step.budget_answer:
+            add(step, "agent_response", step.budget_answer)
+    if _unanswered_at_a_budget(steps, status, answer):  # a result recorded before `budget_answer`
         add(steps[-1], "agent_response", answer)
     return out
 
 
+def keep_budget_answer(steps: list[StepRecord], stop: str, answer: str | None) -> None:
+    """The turn just stopped (`stop`): when a budget stopped it with an `answer` no step of it gave, its last record
+    keeps that answer (`StepRecord.budget_answer`), for the events of a session whose later turns have their own."""
+    if answer and _unanswered_at_a_budget(steps, stop, answer):
+        steps[-1].budget_answer = answer
+
+
+def _unanswered_at_a_budget(steps: list[StepRecord], stop: str | None, answer: str | None) -> bool:
+    """Whether the last turn of `steps` stopped at a budget with an `answer` none of its steps gave."""
+    return bool(steps) and stop in BUDGET_STOPS and bool(answer) and not _answered(steps)
+
+
 def _answered(steps: list[StepRecord]) -> bool:
-    """Whether a step of the last turn (from its message on) is the answer."""
+    """Whether a step of the last turn (from its message on) is the answer, or keeps the budget's."""
     for step in reversed(steps):
-        if step.final:
+        if step.final or step.budget_answer:
             return True
         if step.role == "user":
             return False
