@@ -22,8 +22,8 @@ from temporalio.client import (
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from stalwart.client.connection import connect, ui_base
@@ -89,6 +89,20 @@ class DecisionRefused(UpdateRefused):
 
 class MessageRefused(UpdateRefused):
     """A message the session did not take: empty, over its `max_message_chars`, or sent while it closes."""
+
+
+class RunExists(UsageError, WorkflowAlreadyStartedError):
+    """A run was asked to start under an id a run already has: an open one (never taken over), or one that has
+    closed, which is reused only when the start asks for it (`reuse_id=True`). Temporal's default would start a new
+    run under a closed one's id, and a client still reading the old run (its stream, its approvals) would be handed
+    the new one without a word. `closed` says which; still the SDK's `WorkflowAlreadyStartedError`."""
+
+    def __init__(self, said: str, cause: WorkflowAlreadyStartedError, *, closed: bool) -> None:
+        WorkflowAlreadyStartedError.__init__(
+            self, cause.workflow_id, cause.workflow_type, run_id=cause.run_id, first_run_id=cause.first_run_id
+        )
+        self.args = (said,)
+        self.closed = closed
 
 
 class InvalidRunInput(UsageError, ValueError):
@@ -388,18 +402,42 @@ class StalwartClient:
         *,
         inputs: dict[str, Any] | None = None,
         run_id: str | None = None,
+        reuse_id: bool = False,
     ) -> RunHandle:
-        """Start a run of `agent` (a spec or the path of an agent file) towards `goal`."""
+        """Start a run of `agent` (a spec or the path of an agent file) towards `goal`.
+
+        `run_id` must be new: the id of a run that is open, or that has closed, raises `RunExists` (choose a new
+        id, or leave it out for a fresh one), so whoever follows the old run by its id is never handed another.
+        With `reuse_id`, the id of a closed run is taken for the new run; an open run's never is."""
         spec = _spec(agent)
         run_id = run_id or f"{spec.name}-{uuid.uuid4().hex[:12]}"
-        handle = await self.temporal.start_workflow(
-            names.WORKFLOW_TYPE,
-            run_input(spec, goal, inputs=inputs),
-            id=run_id,
-            result_type=AgentResult,
-            **self._start_options(spec, goal, status="running"),
-        )
+        try:
+            handle = await self.temporal.start_workflow(
+                names.WORKFLOW_TYPE,
+                run_input(spec, goal, inputs=inputs),
+                id=run_id,
+                result_type=AgentResult,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE
+                if reuse_id
+                else WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                **self._start_options(spec, goal, status="running"),
+            )
+        except WorkflowAlreadyStartedError as err:
+            raise await self._exists(err) from None
         return RunHandle(self.temporal, handle, self.ui_url)
+
+    async def _exists(self, err: WorkflowAlreadyStartedError) -> RunExists:
+        """The refusal of a start under an id a run has, saying whether that run is open or closed and what to do."""
+        run_id = err.workflow_id
+        status = (await self.get(run_id).describe()).status_name
+        if status == "running":
+            said = f"run {run_id} is running already: choose a new id, or leave it out for a fresh one"
+        else:
+            said = (
+                f"a run with id {run_id} has closed ({status}): choose a new id, or leave it out for a fresh one; "
+                "to start a new run under this id, pass reuse_id=True"
+            )
+        return RunExists(said, err, closed=status != "running")
 
     async def run(
         self,

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the names' types, for type checkers: at run time they load 
         DecisionRefused,
         InvalidRunInput,
         MessageRefused,
+        RunExists,
         SessionClosed,
         UpdateRefused,
     )
@@ -101,6 +102,7 @@ _DEFINED_IN: dict[str, str] = {
     "UsageError": "stalwart.contracts.errors",
     "AgentFileError": "stalwart.client.agent_files",
     "InvalidRunInput": "stalwart.client.api",
+    "RunExists": "stalwart.client.api",
     "HistoryFileError": "stalwart.client.replay",
     "InvalidQuery": "stalwart.client.queries",
     "UpdateRefused": "stalwart.client.api",

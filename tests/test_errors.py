@@ -46,6 +46,8 @@ INTERNAL: dict[str, str] = {
     "stalwart.activities.mcp.pool._SessionRejected": "the pool's cue to open a new MCP session and try once more",
     "stalwart.activities.mcp.connection.HandshakeTimeout": "raised on as McpHandshakeTimeout by the pool",
     "stalwart.client.reader._Unanswered": "a query no worker answered: the reader reads the run's history instead",
+    "stalwart.client.reader.ClosedRun": "a query asked of the open run only found it closed: pending_approvals "
+    "lists nothing and says the run has closed",
     "stalwart.client.a2a_server.RpcError": "the A2A server's JSON-RPC error, answered to the remote caller",
     "stalwart.client.serve.app.ApiError": "a route's refusal, answered to the HTTP caller as a JSON error",
     "stalwart.client.serve.guards._BodyTooLarge": "the body guard's cue to answer 413 once the body is read",
@@ -312,7 +314,7 @@ def _documented_error_names() -> set[str]:
     return {name for name in named if not hasattr(builtins, name)} - SDK_ERRORS_NAMED - {"StalwartPlugin"}
 
 
-SDK_ERRORS_NAMED = {"WorkflowFailureError", "WorkflowUpdateFailedError"}
+SDK_ERRORS_NAMED = {"WorkflowFailureError", "WorkflowUpdateFailedError", "WorkflowAlreadyStartedError"}
 """The SDK's errors docs/errors.md names as the former base of one of ours."""
 
 

@@ -39,6 +39,7 @@ from stalwart.client.agent_files import load_agent
 from stalwart.client.api import (
     DecisionRefused,
     InvalidRunInput,
+    RunExists,
     SessionClosed,
     StalwartClient,
     retrying_while_continuing,
@@ -106,7 +107,8 @@ class StartRun(_Body):
     agent_spec: dict[str, Any] | None = Field(None, description="The agent spec itself, as `stalwart check` prints it")
     goal: str
     inputs: dict[str, Any] = Field(default_factory=dict)
-    run_id: str | None = Field(None, description="The run's id (default: AGENT-RANDOM)")
+    run_id: str | None = Field(None, description="The run's id (default: AGENT-RANDOM); an id no run has")
+    reuse_id: bool = Field(False, description="Start a new run under the id of a run that has closed")
 
 
 class StartSession(_Body):
@@ -175,11 +177,20 @@ class _Api:
         body = await _read(request, StartRun)
         spec = _agent(body.agent, body.agent_spec, self.agents_dir)
         try:
-            handle = await self.client.start(spec, body.goal, inputs=body.inputs, run_id=body.run_id)
+            handle = await self.client.start(
+                spec, body.goal, inputs=body.inputs, run_id=body.run_id, reuse_id=body.reuse_id
+            )
+        except RunExists as err:  # before UsageError, which it is too
+            fix = "choose a new run_id, or leave it out for a fresh one"
+            said = (
+                f"a run with id {body.run_id} has closed: {fix}; to start a new run under this id, send "
+                '"reuse_id": true (whoever follows the closed run by its id is then shown the new one)'
+                if err.closed
+                else f"run {body.run_id} is running already: {fix}"
+            )
+            raise ApiError(409, "exists", said) from None
         except (InvalidRunInput, UsageError) as err:
             raise ApiError(400, "invalid_run", str(err)) from None
-        except WorkflowAlreadyStartedError:
-            raise ApiError(409, "exists", f"a run with id {body.run_id} exists already: choose another id") from None
         return JSONResponse({"run_id": handle.run_id, "ui_url": handle.ui_url}, status_code=201)
 
     async def start_session(self, request: Request) -> Response:
