@@ -68,6 +68,17 @@ session with the signal `message` or the updates `send` and `close`.
 """
 
 
+SESSION_EPILOG = """\
+`session start` starts one; the commands that talk to a session are top-level, each taking its id:
+  stalwart send ID MESSAGE      send a message and print the answer of the turn that reads it
+  stalwart chat ID              talk line by line (`stalwart chat AGENT_FILE` starts a new session)
+  stalwart close ID             close it once the messages it has are answered
+  stalwart show ID              print every turn so far; `stalwart cancel ID` stops it at once
+
+`stalwart COMMAND --help` says more of each; docs/sessions.md of all.
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(argv)
@@ -240,6 +251,8 @@ def _add_session(commands: Any) -> None:
         "session",
         help="Start a session: an agent that stays open and answers each message sent to it.",
         description="Sessions: an agent that stays open and answers each message sent to it as one turn.",
+        epilog=SESSION_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     session.set_defaults(handler=None, help_parser=session)
     session_commands = session.add_subparsers(title="session commands", metavar="COMMAND")
@@ -263,7 +276,7 @@ def _add_send(commands: Any) -> None:
         "sessions:send",
         "Send a message to a session and print the answer of the turn that reads it.",
         epilog=(
-            "A message the session refuses (empty, too long, the session closed) is an error, exit status 1.\n"
+            "A message the session refuses (empty, too long, the session closed or ended) is an error, exit status 1.\n"
             "`stalwart show ID` prints every step of the session, tool calls included.\n\n"
             + _TEXT_FROM.format(what="message", WHAT="MESSAGE", example="git diff | stalwart send ID -")
         ),
@@ -277,7 +290,9 @@ def _add_send(commands: Any) -> None:
         metavar="AGENT_FILE",
         help="start the session with this agent if no session ID is open (same id: same session)",
     )
-    _input_option(send, "with --agent: an input of the session, if this starts it (repeatable)")
+    _input_option(
+        send, "with --agent: an input of the session, if this starts it (repeatable; refused without --agent)"
+    )
     send.add_argument(
         "--no-wait",
         action="store_true",
@@ -295,7 +310,9 @@ def _add_chat(commands: Any) -> None:
         "Talk to a session line by line: each line of input is a message, each answer is printed as it is written.",
         epilog=(
             "Input ends the chat at end of file or with /exit; the session stays open for later messages.\n"
-            "/close closes the session and ends the chat. Input can be piped: `printf 'hi\\n' | stalwart chat ID`."
+            "/close closes the session and ends the chat. Input can be piped: `printf 'hi\\n' | stalwart chat ID`.\n"
+            "A session that has ended is an error, exit status 1; --id and --input, for a new session, are refused\n"
+            "with a session's id."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -311,6 +328,8 @@ def _add_close(commands: Any) -> None:
         "close",
         "sessions:close",
         "Close a session once the messages it has are answered; print its final stop reason.",
+        epilog=_ENDED_ALREADY.format(kind="session", what="closed")
+        + " The id of a run that is not a session is an error, exit status 1: `stalwart cancel ID` stops one.",
     )
     close.add_argument("session_id", metavar="ID")
     _connection_options(close)
@@ -431,12 +450,23 @@ def _add_runs(commands: Any) -> None:
         "or 'AgentStatus=\"waiting\"' (open sessions, which take messages)",
     )
     runs.add_argument("--limit", type=_positive, default=20, help="at most this many runs, newest first (20)")
-    _connection_options(runs)
+    runs.add_argument(
+        "--task-queue",
+        dest="on_task_queue",
+        default=None,
+        metavar="TASK_QUEUE",
+        help="only the runs started on this task queue (default: the runs of every task queue)",
+    )
+    _connection_options(runs, task_queue=False)
 
 
 def _add_cancel(commands: Any) -> None:
     cancel = _command_parser(
-        commands, "cancel", "runs:cancel", "Cancel a run or session; it ends `cancelled` and keeps its steps."
+        commands,
+        "cancel",
+        "runs:cancel",
+        "Cancel a run or session; it ends `cancelled` and keeps its steps.",
+        epilog=_ENDED_ALREADY.format(kind="run or session", what="cancelled"),
     )
     cancel.add_argument("run_id", metavar="ID")
     _connection_options(cancel)
@@ -451,7 +481,13 @@ def _add_pending(commands: Any) -> None:
 
 
 def _add_decision(commands: Any, name: str, approved: bool, summary: str) -> None:
-    decide = _command_parser(commands, name, "approvals:decide", summary)
+    decide = _command_parser(
+        commands,
+        name,
+        "approvals:decide",
+        summary,
+        epilog="A run that has ended takes no decision: an error saying how it ended, exit status 1 (docs/errors.md).",
+    )
     decide.add_argument("run_id", metavar="ID")
     decide.add_argument("call_id", help="the call's id, as `stalwart pending` lists it")
     decide.add_argument(
@@ -563,6 +599,13 @@ _COMMANDS: dict[str, Callable[[Any], None]] = {
 """Each command's name -> what adds its parser to the command line's, in the order `stalwart --help` lists them."""
 
 
+_ENDED_ALREADY = (
+    "A {kind} that has already ended is left as it is: nothing is {what}, stderr says how it ended, exit status 0 "
+    "(docs/errors.md)."
+)
+"""The epilog of `cancel` and `close`, which find done what they ask of a run that has ended."""
+
+
 _TEXT_FROM = """\
 {WHAT} `-` reads the {what} from standard input, and --file PATH from a file: whole, as UTF-8 text, with one
 final newline dropped (the one `echo`, a heredoc or an editor ends it with). For text too long for an
@@ -584,7 +627,8 @@ def _input_option(parser: argparse.ArgumentParser, help: str = "a run input for 
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help=help)
 
 
-def _connection_options(parser: argparse.ArgumentParser) -> None:
+def _connection_options(parser: argparse.ArgumentParser, *, task_queue: bool = True) -> None:
+    """How a command reaches Temporal; `task_queue` False for a command whose --task-queue means something else."""
     parser.add_argument(
         "--address",
         default=None,
@@ -607,7 +651,12 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the temporal CLI's config file (default: $TEMPORAL_CONFIG_FILE or ~/.config/temporalio/temporal.toml)",
     )
-    parser.add_argument("--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})")
+    if task_queue:
+        parser.add_argument(
+            "--task-queue", default=TASK_QUEUE, help=f"task queue of the workers (default: {TASK_QUEUE})"
+        )
+    else:
+        parser.set_defaults(task_queue=TASK_QUEUE)
 
 
 def _grace_seconds(text: str) -> float:

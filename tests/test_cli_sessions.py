@@ -335,13 +335,13 @@ async def test_send_to_a_run_says_it_is_a_run_not_a_session_and_how_to_start_one
 
 
 @pytest.mark.slow
-async def test_close_of_a_finished_run_says_it_is_a_run_not_a_session_and_exits_2(
+async def test_close_of_a_finished_run_says_it_is_a_run_not_a_session_and_exits_1_as_send_and_chat_do(
     dev_env, task_queue, client, tmp_path
 ):
     async with build_worker(dev_env.client, task_queue=task_queue):
         run_id = await plain_run(client, tmp_path, finished=True)
     closed = await cli("close", run_id, dev_env=dev_env, task_queue=task_queue)
-    assert closed.returncode == 2, closed.stderr
+    assert closed.returncode == 1, closed.stderr
     assert closed.stdout == ""
     assert closed.stderr == (
         f"error: {run_id} is a run, not a session: it has ended (done), there is nothing to close; "

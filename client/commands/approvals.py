@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
 from stalwart.client import render
-from stalwart.client.commands import EXIT_OK, EXIT_USAGE, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_USAGE, connecting, ended
 
 if TYPE_CHECKING:
     from stalwart.client.api import RunHandle
@@ -119,16 +119,13 @@ async def pending(args: argparse.Namespace) -> int:
 async def decide(args: argparse.Namespace) -> int:
 
     from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
 
     handle = (await connecting.client(args)).get(args.run_id)
     decide = handle.approve if args.approved else handle.reject
-    if not (await handle.describe()).running:  # Temporal's answer to an update of a closed run reads as an unknown id
-        print(
-            f"error: run {args.run_id} has ended, so none of its calls waits for a decision; "
-            f"`stalwart show {args.run_id}` prints how it ended",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    # Temporal's answer to an update of a closed run reads as an unknown id: asked first, it says how the run ended.
+    if not (await handle.describe()).running:
+        return await _ended(handle, args)
     try:
         decision = asyncio.ensure_future(decide(args.call_id, reason=args.reason, reviewer=args.reviewer))
         done, _ = await asyncio.wait([decision], timeout=_DECISION_PATIENCE_SECONDS)
@@ -141,10 +138,24 @@ async def decide(args: argparse.Namespace) -> int:
             )
         await decision
     except WorkflowUpdateFailedError as err:  # the API's `DecisionRefused`, saying why
+        if isinstance(err.cause, RPCError):  # the run ended after it was asked above
+            return await _ended(handle, args)
         print(f"error: {err}. `stalwart pending {args.run_id}` lists the calls waiting.", file=sys.stderr)
         return EXIT_USAGE
     print(f"{'approved' if args.approved else 'rejected'} call {args.call_id} of run {args.run_id}")
     return EXIT_OK
+
+
+async def _ended(handle: RunHandle, args: argparse.Namespace) -> int:
+    """A decision on a run that has ended is refused, saying how it ended (client/commands/ended.py)."""
+    return ended.refused(
+        "run",
+        args.run_id,
+        ended.how(await handle.describe()),
+        because=f"none of its calls waits for a decision and call {args.call_id} was not "
+        + ("approved" if args.approved else "rejected"),
+        instead=f"`stalwart show {args.run_id}` prints what the run did",
+    )
 
 
 _DECISION_PATIENCE_SECONDS = 3.0

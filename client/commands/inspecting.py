@@ -35,9 +35,19 @@ async def show(args: argparse.Namespace) -> int:
 
 
 async def list_runs(args: argparse.Namespace) -> int:
+    query = args.query
+    if args.on_task_queue is not None:  # a condition of the query: the server filters, so --limit counts these only
+        on_queue = f"TaskQueue = {_literal(args.on_task_queue)}"
+        query = f"{on_queue} AND ({query})" if query else on_queue
     stalwart = await connecting.client(args)
-    render.print_runs(await stalwart.list(args.query, limit=args.limit), sys.stdout)
+    render.print_runs(await stalwart.list(query, limit=args.limit), sys.stdout)
     return EXIT_OK
+
+
+def _literal(text: str) -> str:
+    """`text` as a string of a visibility query: quoted, its backslashes and quotes escaped by a backslash."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"
 
 
 def check(args: argparse.Namespace) -> int | Coroutine[Any, Any, int]:

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from stalwart.client import render
-from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, approvals, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, approvals, connecting, ended
 from stalwart.client.commands.inputs import parse_inputs, text_of
 
 if TYPE_CHECKING:
@@ -147,9 +147,9 @@ async def print_live(handle: RunHandle) -> None:
 
 async def cancel(args: argparse.Namespace) -> int:
     handle = (await connecting.client(args)).get(args.run_id)
-    if not (await handle.describe()).running:  # Temporal takes a cancellation of a closed run and does nothing
-        print(f"run {args.run_id} had already ended; `stalwart show {args.run_id}` shows how", file=sys.stderr)
-        return EXIT_OK
+    # Temporal takes a cancellation of a closed run and does nothing: say so, and how it ended instead.
+    if not (description := await handle.describe()).running:
+        return ended.already_ended("run", args.run_id, ended.how(description), nothing="cancelled")
     await handle.cancel()
     print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
     return EXIT_OK

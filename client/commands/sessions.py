@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stalwart.client import render
-from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, approvals, connecting
+from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED, approvals, connecting, ended
 from stalwart.client.commands.inputs import not_utf8, parse_inputs, text_of
+from stalwart.contracts.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -67,6 +68,12 @@ async def send(args: argparse.Namespace) -> int:
     from stalwart.client.agent_files import load_agent
     from stalwart.client.api import SessionClosed
 
+    if args.input and args.agent is None:
+        raise UsageError(
+            "--input gives an input of the session that --agent starts, and without --agent this command starts "
+            f"none: add --agent AGENT_FILE (it starts {args.session_id} if it is not open), or leave --input out "
+            "(an open session keeps the inputs it started with)"
+        )
     spec = load_agent(args.agent) if args.agent else None
     args.message = await text_of(args, "message")
     inputs = parse_inputs(args.input)
@@ -82,21 +89,19 @@ async def send(args: argparse.Namespace) -> int:
         print(f"error: {await _not_a_session(stalwart, args.session_id) or _refusal(err)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     except SessionClosed:
-        print(f"error: {await _why_not_open(stalwart, args.session_id)}", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return await _not_open(stalwart, args.session_id)
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        print(f"error: no session {args.session_id!r}: {NO_SESSION_HINT.format(id=args.session_id)}", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return await _not_open(stalwart, args.session_id)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         if result.answer or result.stop_reason == "done":
             print(result.answer, flush=True)
         if result.stop_reason != "done":
-            ended = f"the turn ended with stop reason {result.stop_reason}"
-            print(f"error: {ended}: {result.error}" if result.error else f"({ended})", file=sys.stderr)
+            turn = f"the turn ended with stop reason {result.stop_reason}"
+            print(f"error: {turn}: {result.error}" if result.error else f"({turn})", file=sys.stderr)
     return EXIT_RUN_FAILED if result.stop_reason in ("error", "cancelled", "closed", "idle") else EXIT_OK
 
 
@@ -127,8 +132,7 @@ async def _post(
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        print(f"error: {await _why_not_open(stalwart, args.session_id)}", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        return await _not_open(stalwart, args.session_id)
     if args.json:
         print(json.dumps({"session_id": args.session_id, "delivered": "signal"}))
     print(
@@ -141,6 +145,12 @@ async def _post(
 async def chat(args: argparse.Namespace) -> int:
     from stalwart.client.api import SessionClosed
 
+    given = [option for option, value in (("--id", args.id), ("--input", args.input)) if value]
+    if given and not _names_an_agent_file(args.target):
+        raise UsageError(
+            f"{' and '.join(given)} set up the new session of an agent file, and {args.target!r} is a session's id: "
+            "leave them out to talk to it (an open session keeps its id and inputs), or give an AGENT_FILE"
+        )
     stalwart = await connecting.client(args)
     session = await _chat_session(stalwart, args)
     if session is None:
@@ -190,9 +200,8 @@ async def _chat_session(stalwart: StalwartClient, args: argparse.Namespace) -> S
 
     from stalwart.client.agent_files import load_agent
 
-    target = Path(args.target)
-    if target.suffix == ".toml" or target.is_file():
-        spec = load_agent(target)
+    if _names_an_agent_file(args.target):
+        spec = load_agent(Path(args.target))
         await connecting.warn_without_workers(stalwart.temporal, args.task_queue)
         try:
             session = await stalwart.start_session(spec, session_id=args.id, inputs=parse_inputs(args.input))
@@ -209,14 +218,16 @@ async def _chat_session(stalwart: StalwartClient, args: argparse.Namespace) -> S
         print(f"error: {_a_run(args.target, '`stalwart chat AGENT_FILE` starts a session')}", file=sys.stderr)
         return None
     if state.status not in _OPEN_STATUSES:
-        print(
-            f"error: session {args.target} has ended ({state.status}): start a new one with `stalwart chat "
-            f"AGENT_FILE` (`stalwart show {args.target}` prints what it said)",
-            file=sys.stderr,
-        )
+        _refuse_a_message(args.target, state.status, start="`stalwart chat AGENT_FILE`")
         return None
     print(f"session {args.target} · agent {state.agent} · {state.turns} turns so far", file=sys.stderr)
     return session
+
+
+def _names_an_agent_file(target: str) -> bool:
+    """Whether `chat`'s target is an agent file, to start a session of, rather than an open session's id."""
+    path = Path(target)
+    return path.suffix == ".toml" or path.is_file()
 
 
 async def _chat_turn(
@@ -276,19 +287,18 @@ async def close(args: argparse.Namespace) -> int:
     state = await _state_of(session, args.session_id)
     if state is None:
         return EXIT_RUN_FAILED
-    ended = state.status not in _OPEN_STATUSES
+    over = state.status not in _OPEN_STATUSES
     if not _is_session(state):
         instead = (
             f"it has ended ({state.status}), there is nothing to close; `stalwart show {args.session_id}` prints it"
-            if ended
+            if over
             else f"`stalwart cancel {args.session_id}` stops it"
         )
         print(f"error: {_a_run(args.session_id, instead)}", file=sys.stderr)
-        return EXIT_USAGE
-    if ended:  # closed already: say so, as closing would
+        return EXIT_RUN_FAILED  # as `send` and `chat` given a run's id
+    if over:  # what closing would print, its final stop reason; closing what has ended is done already
         print(state.status)
-        print(f"session {args.session_id} had already ended", file=sys.stderr)
-        return EXIT_OK
+        return ended.already_ended("session", args.session_id, state.status, nothing="closed")
     return await _close_session(stalwart, session)
 
 
@@ -311,7 +321,7 @@ async def _state_of(session: SessionHandle, session_id: str) -> RunState | None:
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        print(f"error: no session {session_id!r}: {NO_SESSION_HINT.format(id=session_id)}", file=sys.stderr)
+        _no_session(session_id)
         return None
 
 
@@ -321,17 +331,38 @@ def _refusal(err: Exception) -> str:
     return str(getattr(cause, "message", None) or cause or err)
 
 
-async def _why_not_open(stalwart: StalwartClient, session_id: str) -> str:
-    """What to say when a session cannot be reached: unknown, or ended."""
+async def _not_open(stalwart: StalwartClient, session_id: str) -> int:
+    """Say why a session cannot be reached (unknown, a plain run, or ended) on stderr; exit status 1."""
     from temporalio.service import RPCError
 
     try:
-        description = await stalwart.temporal.get_workflow_handle(session_id).describe()
+        description = await stalwart.get(session_id).describe()
     except RPCError:
-        return f"no session {session_id!r}: {NO_SESSION_HINT.format(id=session_id)}"
-    status = description.status.name.lower() if description.status else "unknown"
-    return await _not_a_session(stalwart, session_id) or (
-        f"session {session_id} has ended ({status}): start a new one with `stalwart session start AGENT_FILE`"
+        return _no_session(session_id)
+    if (not_a_session := await _not_a_session(stalwart, session_id)) is not None:
+        print(f"error: {not_a_session}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return _refuse_a_message(
+        session_id,
+        ended.how(description),
+        start="`stalwart session start AGENT_FILE`, or `stalwart send NEW_ID MESSAGE --agent AGENT_FILE`",
+    )
+
+
+def _no_session(session_id: str) -> int:
+    """An id no run has: said on stderr with how to list and start sessions; exit status 1."""
+    print(f"error: no session {session_id!r}: {NO_SESSION_HINT.format(id=session_id)}", file=sys.stderr)
+    return EXIT_RUN_FAILED
+
+
+def _refuse_a_message(session_id: str, how: str, *, start: str) -> int:
+    """A message to a session that has ended: refused, saying how to start a new one (client/commands/ended.py)."""
+    return ended.refused(
+        "session",
+        session_id,
+        how,
+        because="it takes no more messages and this one was not sent",
+        instead=f"start a new session with {start}; `stalwart show {session_id}` prints what this one said",
     )
 
 
