@@ -32,7 +32,7 @@ from stalwart.client.queries import matching
 from stalwart.client.reader import ClosedRun, RunDescription, RunReader
 from stalwart.client.reader import RunWithoutResult as RunWithoutResult  # raised by the reads: importable here too
 from stalwart.client.run_failures import RunEndedInError
-from stalwart.client.stream import Progress, StreamEvent, stream_answer
+from stalwart.client.stream import Progress, StreamEvent, StreamOffset, stream_answer
 from stalwart.client.unknown_runs import naming_unknown_runs
 from stalwart.contracts import names
 from stalwart.contracts.agent import AgentSpec, OutputSpec, unknown_tool_names
@@ -255,12 +255,20 @@ class RunHandle(RunReader):
         return True
 
     async def stream(
-        self, poll_interval: float = 0.1, *, progress: bool = False, push: bool = True
+        self,
+        poll_interval: float = 0.1,
+        *,
+        progress: bool = False,
+        push: bool = True,
+        after: StreamOffset | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`).
 
         With `progress`, a `Progress` (the progress block) comes before each action too. The text is
         pushed by the worker when it offers that (`push=False` reads it by polling only, every `poll_interval`).
+        Every event carries its `offset`; with `after` (one of them, or `StreamOffset.parse` of one kept as text),
+        the stream yields exactly what followed it: a consumer that stopped resumes where it was. `ForeignOffset`
+        when `after` is of an earlier run that had this id.
         """
         events = stream_answer(
             self._handle,
@@ -268,6 +276,7 @@ class RunHandle(RunReader):
             live_state=lambda: self._query("state", RunState),
             progress_max_steps=await self.max_steps() if progress else None,
             push=push,
+            after=after,
         )
         async for event in events:
             yield event

@@ -17,40 +17,130 @@ anything twice.
 
 The concatenation of the deltas (minus retracted text) is the run's answer
 when it ends `done`.
+
+Each event carries the `StreamOffset` it brings the stream to, and a stream
+started `after` one yields exactly what followed it. An offset names a model
+step, not a record of the step log as `stalwart serve`'s event ids do: this
+stream yields the answer's text, keyed by step, and reads the step log only
+when a step ends, and step numbers go on increasing across continue-as-new, so
+a step names one point of the whole chain. The rest is serve's: the digest of
+the characters yielded, so text a retried attempt rewrote since is withdrawn
+rather than continued, and the run's tag, so an offset of an earlier run under
+the same id is refused (`ForeignOffset`) rather than read as a point of this one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import re
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from stalwart.client.push import PushSource
 from stalwart.client.run_failures import RunEndedInError
 from stalwart.contracts.converter import DATA_CONVERTER
+from stalwart.contracts.errors import UsageError
 from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import AgentResult, RunState, StepRecord, progress_block
 from stalwart.contracts.stream import StreamProgress
 
+_OFFSET = re.compile(r"^(?:([0-9a-f]{8})\.)?s(\d{1,18})-(\d{1,12})(?:-([0-9a-f]{8}))?$")
+
+
+def digest(text: str) -> str:
+    """The digest an offset carries of the text delivered: 8 hex digits of the CRC-32 of its UTF-8."""
+    return crc_hex(zlib.crc32(utf8(text)))
+
+
+def utf8(text: str) -> bytes:
+    """A lone surrogate (JSON can carry one) is encoded as itself rather than refused: every text has a digest."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def crc_hex(crc: int) -> str:
+    return f"{crc:08x}"
+
+
+def run_tag(first_run_id: str) -> str:
+    """What an offset carries of the run it is a point of: 8 hex digits of the CRC-32 of the Temporal run id that
+    began its continue-as-new chain, which stays the same as the chain continues and differs for a reused id."""
+    return crc_hex(zlib.crc32(first_run_id.encode()))
+
+
+@dataclass(frozen=True)
+class StreamOffset:
+    """A point of a run's answer stream (`RunHandle.stream(after=...)` resumes after it): `chars` characters of
+    model step `step`'s text yielded, `digest` of them (None when `chars` is 0), every step before `step` done with,
+    in the run tagged `run` (`run_tag`). `str()` writes it to keep, `parse` reads it back."""
+
+    step: int = 0
+    chars: int = 0
+    digest: str | None = None
+    run: str | None = None
+
+    def __str__(self) -> str:
+        point = f"s{self.step}-{self.chars}" + (f"-{self.digest}" if self.chars and self.digest else "")
+        return f"{self.run}.{point}" if self.run else point
+
+    @classmethod
+    def parse(cls, text: str) -> StreamOffset:
+        """The offset `str()` wrote; a `ValueError` for anything else."""
+        kind = (
+            "an offset of a run's answer stream: they look like 5e0a77b2.s3-120-1a2b3c4d (run.sSTEP-characters-digest;"
+            " no digest when characters is 0), as str() of an event's offset writes them"
+        )
+        return read_offset(cls, _OFFSET, text, kind)
+
+
+_O = TypeVar("_O")
+
+
+def read_offset(
+    cls: Callable[[int, int, str | None, str | None], _O], pattern: re.Pattern[str], text: str, kind: str
+) -> _O:
+    """An offset as written (`pattern`'s groups: run, position, characters, digest), or a `ValueError` saying it is
+    not `kind`; a digest of no characters is none. This stream's offsets and serve's are read alike."""
+    matched = pattern.match(text.strip())
+    if matched is None or (matched.group(4) is not None and int(matched.group(3)) == 0):
+        raise ValueError(f"{text!r} is not {kind}")
+    run, at, chars, crc = matched.groups()
+    return cls(int(at), int(chars), crc, run)
+
+
+class ForeignOffset(UsageError, ValueError):
+    """A stream was asked to resume after an offset of another run: one that had the same id and has closed since.
+    Drop what you hold of the run, and stream it from its start (no `after`)."""
+
 
 @dataclass(frozen=True)
 class AnswerDelta:
-    """New answer text of model step `step`: print it."""
+    """New answer text of model step `step`: print it. `offset` is where the stream is once it is yielded."""
 
     step: int
     text: str
+    offset: StreamOffset | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class AnswerRetracted:
-    """Text already yielded for `step` is not the answer (the model went on to call a tool, or a retry diverged)."""
+    """Text already yielded for `step` is not the answer (the model went on to call a tool, or a retry diverged):
+    drop all of it, `chars` characters. `text` is that text, or '' when it was yielded before the offset the stream
+    resumed after (only its length is known then)."""
 
     step: int
     text: str
+    chars: int = -1
+    offset: StreamOffset | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.chars < 0:
+            object.__setattr__(self, "chars", len(self.text))
 
 
 @dataclass(frozen=True)
@@ -64,6 +154,8 @@ class Progress:
     action: str
     target: str
     call_id: str | None = None
+    offset: StreamOffset | None = field(default=None, compare=False)
+    """Where the text stands; a stream resumed after it announces this step's actions again (at least once)."""
 
     @classmethod
     def of(cls, record: StepRecord, max_steps: int) -> Progress:
@@ -94,22 +186,51 @@ class ShownText:
 
     A retried attempt that regenerates the same words yields nothing until it
     writes past what was shown; one that writes something else withdraws the
-    old text first.
+    old text first. Started `after` an offset, the steps before its step were
+    yielded already, and so were its step's first `chars` characters, of which
+    only the digest is known until the text is read.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, after: StreamOffset | None = None) -> None:
         self.text: dict[int, str] = {}
+        self.after = after or StreamOffset()
+        self.run: str | None = None
+        """The tag of the run, once read: every offset carries it."""
+        self._held = self.after if self.after.chars else None
+
+    def behind(self, step: int) -> bool:
+        """Whether `step` was done with before the offset the stream started after."""
+        return step < self.after.step
+
+    def offset(self, step: int) -> StreamOffset:
+        """Where the stream is once `step`'s text is what was yielded of it."""
+        if self._held is not None and self._held.step == step:
+            return dataclasses.replace(self._held, run=self.run)
+        text = self.text.get(step, "")
+        return StreamOffset(step, len(text), digest(text) if text else None, self.run)
 
     def to(self, step: int, target: str, *, settled: bool) -> list[StreamEvent]:
+        if self.behind(step):
+            return []
+        held = self._held
+        if held is not None and held.step == step:  # the characters yielded before the offset, known by digest
+            if len(target) >= held.chars and held.digest in (None, digest(target[: held.chars])):
+                self.text[step], self._held = target[: held.chars], None
+            elif len(target) < held.chars and not settled:
+                return []  # a retried attempt still catching up with what was yielded
+            else:  # other words than those yielded, or withdrawn since
+                self.text[step], self._held = target, None
+                events: list[StreamEvent] = [AnswerRetracted(step, "", held.chars, StreamOffset(step, run=self.run))]
+                return events + ([AnswerDelta(step, target, self.offset(step))] if target else [])
         shown = self.text.get(step, "")
         if target.startswith(shown):
             self.text[step] = target
-            return [AnswerDelta(step, target[len(shown) :])] if len(target) > len(shown) else []
+            return [AnswerDelta(step, target[len(shown) :], self.offset(step))] if len(target) > len(shown) else []
         if shown.startswith(target) and not settled:
             return []  # a retried attempt catching up with what was shown: nothing new yet
         self.text[step] = target
-        events: list[StreamEvent] = [AnswerRetracted(step, shown)]
-        return events + ([AnswerDelta(step, target)] if target else [])
+        events = [AnswerRetracted(step, shown, offset=StreamOffset(step, run=self.run))]
+        return events + ([AnswerDelta(step, target, self.offset(step))] if target else [])
 
 
 async def stream_answer(
@@ -120,8 +241,9 @@ async def stream_answer(
     progress_max_steps: int | None = None,
     push: bool = True,
     on_push: Callable[[PushSource], None] | None = None,
+    after: StreamOffset | None = None,
 ) -> AsyncIterator[StreamEvent]:
-    """Yield the answer's text as it is generated, until the run ends.
+    """Yield the answer's text as it is generated, until the run ends; with `after`, only what followed that offset.
 
     With `push` (and workers that offer it), text is yielded as the worker pushes it. The run is polled every
     `poll_interval` seconds for its step log, and for heartbeat text where nothing is pushed (the server learns
@@ -140,7 +262,7 @@ async def stream_answer(
     if source is not None and on_push is not None:
         on_push(source)
     try:
-        async for event in _follow(handle, poll_interval, live_state, progress_max_steps, converter, source):
+        async for event in _follow(handle, poll_interval, live_state, progress_max_steps, converter, source, after):
             yield event
     finally:
         if source is not None:
@@ -154,18 +276,19 @@ async def _follow(
     progress_max_steps: int | None,
     converter: Any,
     source: PushSource | None,
+    after: StreamOffset | None,
 ) -> AsyncIterator[StreamEvent]:
-    shown = ShownText()
+    shown = ShownText(after)
     settled: set[int] = set()
     announced: set[tuple[int, str | None, str]] = set()
 
     def announce(steps: list[StepRecord]) -> list[StreamEvent]:
         if progress_max_steps is None:
             return []
-        fresh = [p for p in (Progress.of(r, progress_max_steps) for r in steps if r.role == "tool")]
-        fresh = [p for p in fresh if p.key not in announced]
+        tools = [r for r in steps if r.role == "tool" and not shown.behind(r.step)]
+        fresh = [p for p in (Progress.of(r, progress_max_steps) for r in tools) if p.key not in announced]
         announced.update(p.key for p in fresh)
-        return list(fresh)
+        return [dataclasses.replace(p, offset=shown.offset(p.step)) for p in fresh]
 
     beats: dict[int, tuple[int, StreamProgress]] = {}
 
@@ -198,6 +321,8 @@ async def _follow(
         async for event in meanwhile(handle.describe(), box):
             yield event
         description = box.pop()
+        if shown.run is None:
+            shown.run = _tag(description, after)
         if source is not None:
             if not discovered:  # subscribed before the model writes, wherever its call will run
                 discovered = True
@@ -249,6 +374,18 @@ async def _follow(
                 yield event
         else:
             await asyncio.sleep(max(0.0, until - loop.time()))
+
+
+def _tag(description: Any, after: StreamOffset | None) -> str | None:
+    """The run's tag (None from a server too old to say), once `after`, if it names a run, is found to be of it."""
+    first_run_id = description.raw_description.workflow_execution_info.first_run_id
+    tag = run_tag(first_run_id) if first_run_id else None
+    if after is not None and after.run is not None and tag is not None and after.run != tag:
+        raise ForeignOffset(
+            f"{after} is an offset of an earlier run of the id {description.id!r}, which has closed since: drop what "
+            "you hold of this run and stream it from its start (no `after`)"
+        )
+    return tag
 
 
 def _newest(beats: dict[int, tuple[int, StreamProgress]], source: PushSource | None) -> dict[int, StreamProgress]:

@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # the names' types, for type checkers: at run time they load 
         RunNotFound,
         TemporalRefused,
     )
+    from stalwart.client.stream import ForeignOffset
     from stalwart.contracts.errors import (
         ConfigurationError,
         EncryptionKeyError,
@@ -103,6 +104,7 @@ _DEFINED_IN: dict[str, str] = {
     "AgentFileError": "stalwart.client.agent_files",
     "InvalidRunInput": "stalwart.client.api",
     "RunExists": "stalwart.client.api",
+    "ForeignOffset": "stalwart.client.stream",
     "HistoryFileError": "stalwart.client.replay",
     "InvalidQuery": "stalwart.client.queries",
     "UpdateRefused": "stalwart.client.api",

@@ -53,6 +53,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from stalwart.client.api import StalwartClient
 from stalwart.client.push import PushSource
 from stalwart.client.reader import RunWithoutResult
+from stalwart.client.stream import crc_hex as _hex
+from stalwart.client.stream import digest as digest  # the digest and the run tag the Python stream's offsets carry too
+from stalwart.client.stream import read_offset
+from stalwart.client.stream import run_tag as run_tag
+from stalwart.client.stream import utf8 as _utf8
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.names import MODEL_ACTIVITY
 from stalwart.contracts.run import RunState, StepRecord
@@ -65,26 +70,6 @@ IDLE_POLL_SECONDS = 0.5
 LIMITS = ("max_steps", "max_seconds", "max_tokens", "max_cost_usd")
 """The budgets a run uses up, which the `state` event shows as its `limits` beside what is used of each."""
 _OFFSET = re.compile(r"^(?:([0-9a-f]{8})\.)?(\d{1,9})-(\d{1,12})(?:-([0-9a-f]{8}))?$")
-
-
-def digest(text: str) -> str:
-    """The digest an offset carries of the text delivered: 8 hex digits of the CRC-32 of its UTF-8."""
-    return _hex(zlib.crc32(_utf8(text)))
-
-
-def _utf8(text: str) -> bytes:
-    """A lone surrogate (JSON can carry one) is encoded as itself rather than refused: every text has a digest."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _hex(crc: int) -> str:
-    return f"{crc:08x}"
-
-
-def run_tag(first_run_id: str) -> str:
-    """What an offset carries of the run it is a point of: 8 hex digits of the CRC-32 of the Temporal run id that
-    began its continue-as-new chain, which stays the same as the chain continues and differs for a reused id."""
-    return _hex(zlib.crc32(first_run_id.encode()))
 
 
 @functools.total_ordering
@@ -116,15 +101,11 @@ class Offset:
     @classmethod
     def parse(cls, text: str) -> Offset:
         """The offset an SSE `id:` carried; a `ValueError` for anything else."""
-        matched = _OFFSET.match(text.strip())
-        if matched is None or (matched.group(4) is not None and int(matched.group(3)) == 0):
-            raise ValueError(
-                f"{text!r} is not an offset of this server's events: they look like 5e0a77b2.12-340-1a2b3c4d"
-                " (run.records-characters-digest; no digest when characters is 0); send back the id of the last event"
-                " received, as it was"
-            )
-        run, records, chars, crc = matched.groups()
-        return cls(int(records), int(chars), crc, run)
+        kind = (
+            "an offset of this server's events: they look like 5e0a77b2.12-340-1a2b3c4d (run.records-characters-digest;"
+            " no digest when characters is 0); send back the id of the last event received, as it was"
+        )
+        return read_offset(cls, _OFFSET, text, kind)
 
 
 @dataclass(frozen=True)
