@@ -50,15 +50,21 @@ async def test_a_model_call_failing_for_good_while_the_run_asks_why_is_named_aft
     its calls were failing, and the answer comes back slowly, so the third attempt fails for good (401) meanwhile. The
     turn is cut all the same, and its error names that final failure after the retried call's last failure."""
     read = retried_calls._last_failure
+    down = Fail(500, "server_error", "the model is down")
+    script = wire.script(down, down, Fail(401, "authentication_error", "Incorrect API key provided: sk-test...6789"))
 
     async def read_slowly(*args: Any) -> str:
         said = await read(*args)
-        await asyncio.sleep(3)  # the third attempt fails for good meanwhile
+        # The third attempt fails for good meanwhile: the answer waits for the model to have refused it, and a
+        # second more for the worker to report that failure (a fixed wait lost that race on a busy machine).
+        for _ in range(600):  # at most 30 s: a third attempt that never comes fails the asserts below, not a hang
+            if len(script.requests) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1)
         return said
 
     monkeypatch.setattr(retried_calls, "_last_failure", read_slowly)
-    down = Fail(500, "server_error", "the model is down")
-    script = wire.script(down, down, Fail(401, "authentication_error", "Incorrect API key provided: sk-test...6789"))
     budgets = Budgets(max_seconds=2)
     result = await run_agent(own_time_skipping_env, task_queue, agent_for(flavor, script, tools=[], budgets=budgets))
     assert result.stop_reason == "max_seconds", result.error
