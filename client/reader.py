@@ -138,7 +138,8 @@ class RunReader:
         self.offline: str | None = None
         """Set when the last `state()` or `pending_approvals()` had no worker to ask and read the run's history."""
         self.closed = False
-        """Set when the last `state()` found the run closed: it waits on no call, so `retrying()` has nothing to say."""
+        """Set when the last `state()` or `pending_approvals()` found the run closed: it waits on no call, so
+        `retrying()` has nothing to say."""
 
     @property
     def run_id(self) -> str:
