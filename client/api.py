@@ -93,9 +93,9 @@ class MessageRefused(UpdateRefused):
 
 class RunExists(UsageError, WorkflowAlreadyStartedError):
     """A run was asked to start under an id a run already has: an open one (never taken over), or one that has
-    closed, which is reused only when the start asks for it (`reuse_id=True`). Temporal's default would start a new
-    run under a closed one's id, and a client still reading the old run (its stream, its approvals) would be handed
-    the new one without a word. `closed` says which; still the SDK's `WorkflowAlreadyStartedError`."""
+    closed when the start said not to reuse it (`reuse_id=False`, for a caller who follows runs by their id: a
+    client still reading the old run, its stream or its approvals, would be handed the new one). `closed` says
+    which; still the SDK's `WorkflowAlreadyStartedError`."""
 
     def __init__(self, said: str, cause: WorkflowAlreadyStartedError, *, closed: bool) -> None:
         WorkflowAlreadyStartedError.__init__(
@@ -411,13 +411,14 @@ class StalwartClient:
         *,
         inputs: dict[str, Any] | None = None,
         run_id: str | None = None,
-        reuse_id: bool = False,
+        reuse_id: bool = True,
     ) -> RunHandle:
         """Start a run of `agent` (a spec or the path of an agent file) towards `goal`.
 
-        `run_id` must be new: the id of a run that is open, or that has closed, raises `RunExists` (choose a new
-        id, or leave it out for a fresh one), so whoever follows the old run by its id is never handed another.
-        With `reuse_id`, the id of a closed run is taken for the new run; an open run's never is."""
+        `run_id` may be the id of a run that has closed, which then names the new run (Temporal's rule: a
+        schedule, a retrying caller or a daily job reuse their ids); `reuse_id=False` refuses it with `RunExists`,
+        for a caller who follows runs by their id and must never be handed another. The id of an open run always
+        raises `RunExists`: an open run is never taken over."""
         spec = _spec(agent)
         run_id = run_id or f"{spec.name}-{uuid.uuid4().hex[:12]}"
         try:
@@ -443,8 +444,8 @@ class StalwartClient:
             said = f"run {run_id} is running already: choose a new id, or leave it out for a fresh one"
         else:
             said = (
-                f"a run with id {run_id} has closed ({status}): choose a new id, or leave it out for a fresh one; "
-                "to start a new run under this id, pass reuse_id=True"
+                f"a run with id {run_id} has closed ({status}), and reuse_id=False keeps its id from naming another "
+                "run: choose a new id, or leave it out for a fresh one"
             )
         return RunExists(said, err, closed=status != "running")
 

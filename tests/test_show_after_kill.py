@@ -44,9 +44,9 @@ async def test_show_after_the_worker_was_killed_reads_history_after_two_short_qu
     tries: list[float] = []
     query = type(reader).query
 
-    async def counted(self: RunReader, name: str, result_type: object, *, rpc_timeout: timedelta) -> object:
+    async def counted(self: RunReader, name: str, result_type: object, *, rpc_timeout: timedelta, **asked) -> object:
         tries.append(rpc_timeout.total_seconds())
-        return await query(self, name, result_type, rpc_timeout=rpc_timeout)  # type: ignore[arg-type]
+        return await query(self, name, result_type, rpc_timeout=rpc_timeout, **asked)  # type: ignore[arg-type]
 
     monkeypatch.setattr(type(reader), "query", counted)
     began = time.monotonic()

@@ -108,7 +108,9 @@ class StartRun(_Body):
     goal: str
     inputs: dict[str, Any] = Field(default_factory=dict)
     run_id: str | None = Field(None, description="The run's id (default: AGENT-RANDOM); an id no run has")
-    reuse_id: bool = Field(False, description="Start a new run under the id of a run that has closed")
+    reuse_id: bool = Field(
+        True, description="Whether a run_id of a run that has closed may name the new run (false: refused, 409)"
+    )
 
 
 class StartSession(_Body):
@@ -183,8 +185,8 @@ class _Api:
         except RunExists as err:  # before UsageError, which it is too
             fix = "choose a new run_id, or leave it out for a fresh one"
             said = (
-                f"a run with id {body.run_id} has closed: {fix}; to start a new run under this id, send "
-                '"reuse_id": true (whoever follows the closed run by its id is then shown the new one)'
+                f'a run with id {body.run_id} has closed, and "reuse_id": false keeps its id from naming another run: '
+                f"{fix}"
                 if err.closed
                 else f"run {body.run_id} is running already: {fix}"
             )

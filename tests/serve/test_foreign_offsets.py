@@ -41,9 +41,7 @@ async def test_a_stream_resumed_from_an_earlier_runs_last_offset_is_reset_and_se
         first = await http.post("/api/runs", json={"agent_spec": chatter("first"), "goal": "one", "run_id": run_id})
         assert first.status_code == 201, first.text
         held = await _run_to_its_end(http, run_id)
-        again = await http.post(
-            "/api/runs", json={"agent_spec": CALCULATING, "goal": "two", "run_id": run_id, "reuse_id": True}
-        )
+        again = await http.post("/api/runs", json={"agent_spec": CALCULATING, "goal": "two", "run_id": run_id})
         assert again.status_code == 201, again.text
         resumed = await _run_to_its_end(http, run_id, last_event_id=held[-1].id)
     assert _log(held) == ["step 0", "step 1"]

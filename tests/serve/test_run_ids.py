@@ -1,6 +1,6 @@
-"""A run's id names one run: starting a run under the id of one that is open, or that has closed, is refused (409
-`exists` from `stalwart serve`, `RunExists` from the Python API), unless the caller asks to reuse a closed run's id;
-Temporal's default started a new run under a closed one's id, and whoever followed the old run was handed the new."""
+"""Run ids: an open run's id never names another run (409 `exists` from `stalwart serve`, `RunExists` from the
+Python API); a closed run's names the new run, as Temporal reuses ids, unless the caller says not to (`reuse_id`
+false), for a client that follows runs by their id and must never be handed another."""
 
 from __future__ import annotations
 
@@ -22,31 +22,31 @@ async def _finished(http, stalwart: StalwartClient, run_id: str, answer: str) ->
     assert (await stalwart.get(run_id).result()).answer == answer
 
 
-async def test_serve_refuses_a_run_under_the_id_of_a_closed_run_and_the_closed_run_stays_what_the_id_reads(
+async def test_serve_refuses_a_closed_runs_id_when_told_not_to_reuse_it_and_the_closed_run_stays_what_it_reads(
     server: Served, stalwart_client: StalwartClient
 ):
     run_id = f"closed-{uuid4().hex[:8]}"
     async with server.client() as http:
         await _finished(http, stalwart_client, run_id, "the first")
-        again = await http.post("/api/runs", json={"agent_spec": chatter("the second"), "goal": "go", "run_id": run_id})
+        again = await http.post(
+            "/api/runs", json={"agent_spec": chatter("the second"), "goal": "go", "run_id": run_id, "reuse_id": False}
+        )
         state = await http.get(f"/api/runs/{run_id}")
     assert again.status_code == 409, again.text
     error = again.json()["error"]
     assert error["code"] == "exists"
-    assert f"a run with id {run_id} has closed" in error["message"]
-    assert "choose a new run_id, or leave it out" in error["message"] and '"reuse_id": true' in error["message"]
+    assert f'a run with id {run_id} has closed, and "reuse_id": false keeps its id' in error["message"]
+    assert "choose a new run_id, or leave it out" in error["message"]
     assert state.json()["answer"] == "the first"
 
 
-async def test_serve_starts_a_new_run_under_a_closed_runs_id_when_asked_to_reuse_it(
+async def test_serve_starts_a_new_run_under_a_closed_runs_id_as_temporal_reuses_ids(
     server: Served, stalwart_client: StalwartClient
 ):
     run_id = f"reused-{uuid4().hex[:8]}"
     async with server.client() as http:
         await _finished(http, stalwart_client, run_id, "the first")
-        again = await http.post(
-            "/api/runs", json={"agent_spec": chatter("the second"), "goal": "go", "run_id": run_id, "reuse_id": True}
-        )
+        again = await http.post("/api/runs", json={"agent_spec": chatter("the second"), "goal": "go", "run_id": run_id})
     assert again.status_code == 201, again.text
     assert (await stalwart_client.get(run_id).result()).answer == "the second"
 
@@ -67,20 +67,19 @@ async def test_serve_refuses_a_run_under_the_id_of_an_open_run_even_when_asked_t
     }
 
 
-async def test_the_python_api_refuses_a_closed_runs_id_unless_asked_and_an_open_runs_always(
+async def test_the_python_api_reuses_a_closed_runs_id_unless_told_not_to_and_never_an_open_runs(
     stalwart_client: StalwartClient, worker: None, opened
 ):
     closed_id, open_id = f"closed-{uuid4().hex[:8]}", f"open-{uuid4().hex[:8]}"
     first = await stalwart_client.start(AgentSpec.model_validate(chatter("the first")), "go", run_id=closed_id)
     await first.result()
     with pytest.raises(RunExists) as refused:
-        await stalwart_client.start(AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id)
+        await stalwart_client.start(
+            AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id, reuse_id=False
+        )
     assert refused.value.closed and isinstance(refused.value, WorkflowAlreadyStartedError)
-    assert f"a run with id {closed_id} has closed (completed)" in str(refused.value)
-    assert "pass reuse_id=True" in str(refused.value)
-    again = await stalwart_client.start(
-        AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id, reuse_id=True
-    )
+    assert f"a run with id {closed_id} has closed (completed), and reuse_id=False keeps its id" in str(refused.value)
+    again = await stalwart_client.start(AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id)
     assert (await again.result()).answer == "the second"
 
     waiting = await stalwart_client.start(AgentSpec.model_validate(gated_calculator()), "go", run_id=open_id)
