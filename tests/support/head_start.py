@@ -17,10 +17,13 @@ exception, and the test errors at its setup with it.
 
 Each work runs in a `Pool`, which says how many of its works run at once and from when:
 
-- `IDLE_CORE`, the default: one at a time, from the moment pytest has collected the session's tests. CI has two
-  cores and the rest of the suite keeps about one busy; a third process would compete for two.
+- `IDLE_CORE`, the default: one at a time, from the moment pytest has collected the session's tests, when the
+  suite runs in one process (`pytest -n 0`), which keeps about one of CI's two cores busy; a third process would
+  compete for two. Under pytest-xdist (the suite's default: two processes, each given whole files) no core is idle
+  and a process cannot tell which files it will be given, so there each work of this pool starts when its test
+  asks for it, and only that one: no work runs twice or for nothing.
 - A pool made with `from_collection=False` starts its works at the first test that waits on one of them, as
-  tests/test_benchmarks.py's smoke runs do, two at a time.
+  tests/test_benchmarks.py's smoke runs do, two at a time (under xdist, in the process given their file).
 
 Only the works of the tests pytest selected run, each once, in the tests' order; a test run alone just waits for
 its own. At the end of the session the works not started yet are dropped, and those running are waited for (a
@@ -29,6 +32,7 @@ benchmark stops its own dev server). tests/conftest.py loads this module as a py
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -95,7 +99,8 @@ class HeadStart(Generic[T]):
 
     def result(self) -> T:
         """What `work()` returned (or the exception it raised), once it has run."""
-        self.pool.open()
+        if not self.pool.from_collection:
+            self.pool.open()
         return self.start().result()
 
 
@@ -141,6 +146,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             work.pool.select(work)
             if work.pool not in _pools:
                 _pools.append(work.pool)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one of xdist's processes: each work starts when its test asks for it (see the module's docstring)
     for pool in _pools:
         if pool.from_collection:
             pool.open()
