@@ -439,15 +439,15 @@ class StalwartClient:
     async def _exists(self, err: WorkflowAlreadyStartedError) -> RunExists:
         """The refusal of a start under an id a run has, saying whether that run is open or closed and what to do."""
         run_id = err.workflow_id
-        status = (await self.get(run_id).describe()).status_name
-        if status == "running":
+        how = (await self.get(run_id).describe()).how_ended  # as the command line says it: `max_steps`, not `completed`
+        if how == "running":
             said = f"run {run_id} is running already: choose a new id, or leave it out for a fresh one"
         else:
             said = (
-                f"a run with id {run_id} has closed ({status}), and reuse_id=False keeps its id from naming another "
+                f"a run with id {run_id} has closed ({how}), and reuse_id=False keeps its id from naming another "
                 "run: choose a new id, or leave it out for a fresh one"
             )
-        return RunExists(said, err, closed=status != "running")
+        return RunExists(said, err, closed=how != "running")
 
     async def run(
         self,

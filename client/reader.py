@@ -31,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode, WorkflowService
 from stalwart.client.pollers import workers_polling
 from stalwart.client.task_failures import failed_task, failing_task_note
 from stalwart.client.unknown_runs import naming_unknown_runs
+from stalwart.contracts import names
 from stalwart.contracts.approvals import PendingApproval
 from stalwart.contracts.errors import RunFailed
 from stalwart.contracts.model import Contract
@@ -115,6 +116,18 @@ class RunDescription:
             .removeprefix(_STATUS_PREFIX)
             .lower()
         )
+
+    @property
+    def how_ended(self) -> str:
+        """How the run ended, as `stalwart runs` shows it: its own stop reason (`done`, `cancelled`, `max_steps`, ...)
+        when its code completed it, else Temporal's status (`terminated`, `timed_out`, `failed`), an end its code
+        never saw; `running` while it runs. Every command and `RunExists` say it so (docs/errors.md).
+
+        Read from the search attributes, not the history: a run whose payloads this process cannot decrypt says it too.
+        """
+        if not self.completed:
+            return self.status_name
+        return self.search_attributes.get(names.AGENT_STATUS) or self.status_name
 
 
 @naming_unknown_runs

@@ -151,7 +151,7 @@ async def _ended(handle: RunHandle, args: argparse.Namespace) -> int:
     return ended.refused(
         "run",
         args.run_id,
-        ended.how(await handle.describe()),
+        (await handle.describe()).how_ended,
         because=f"none of its calls waits for a decision and call {args.call_id} was not "
         + ("approved" if args.approved else "rejected"),
         instead=f"`stalwart show {args.run_id}` prints what the run did",

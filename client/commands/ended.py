@@ -9,25 +9,8 @@ state refused it, as a `SessionClosed` is. Either way stderr says the run has en
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from stalwart.client.commands import EXIT_OK, EXIT_RUN_FAILED
-
-if TYPE_CHECKING:
-    from stalwart.client.reader import RunDescription
-
-
-def how(description: RunDescription) -> str:
-    """How a run ended, as `stalwart runs` shows it: its own stop reason (`done`, `cancelled`, `closed`, ...) when
-    its code completed it, else Temporal's status (`terminated`, `timed_out`, `failed`), an end its code never saw.
-
-    Read from the search attributes, not the history: a run whose payloads this process cannot decrypt says it too.
-    """
-    from stalwart.contracts.names import AGENT_STATUS
-
-    if not description.completed:
-        return description.status_name
-    return description.search_attributes.get(AGENT_STATUS) or description.status_name
 
 
 def already_ended(kind: str, run_id: str, how: str, *, nothing: str) -> int:

@@ -149,7 +149,7 @@ async def cancel(args: argparse.Namespace) -> int:
     handle = (await connecting.client(args)).get(args.run_id)
     # Temporal takes a cancellation of a closed run and does nothing: say so, and how it ended instead.
     if not (description := await handle.describe()).running:
-        return ended.already_ended("run", args.run_id, ended.how(description), nothing="cancelled")
+        return ended.already_ended("run", args.run_id, description.how_ended, nothing="cancelled")
     await handle.cancel()
     print(f"cancellation requested for {args.run_id}; `stalwart show {args.run_id}` shows where it stopped")
     return EXIT_OK

@@ -344,7 +344,7 @@ async def _not_open(stalwart: StalwartClient, session_id: str) -> int:
         return EXIT_RUN_FAILED
     return _refuse_a_message(
         session_id,
-        ended.how(description),
+        description.how_ended,
         start="`stalwart session start AGENT_FILE`, or `stalwart send NEW_ID MESSAGE --agent AGENT_FILE`",
     )
 

@@ -107,7 +107,10 @@ class StartRun(_Body):
     agent_spec: dict[str, Any] | None = Field(None, description="The agent spec itself, as `stalwart check` prints it")
     goal: str
     inputs: dict[str, Any] = Field(default_factory=dict)
-    run_id: str | None = Field(None, description="The run's id (default: AGENT-RANDOM); an id no run has")
+    run_id: str | None = Field(
+        None,
+        description="The run's id (default: AGENT-RANDOM): not an open run's; a closed run's unless reuse_id is false",
+    )
     reuse_id: bool = Field(
         True, description="Whether a run_id of a run that has closed may name the new run (false: refused, 409)"
     )

@@ -11,6 +11,7 @@ from serve_agents import chatter, gated_calculator
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from stalwart.client.api import RunExists, StalwartClient
+from stalwart.client.serve.app import StartRun
 from stalwart.contracts.agent import AgentSpec
 
 from support.serve_api import Served
@@ -78,7 +79,7 @@ async def test_the_python_api_reuses_a_closed_runs_id_unless_told_not_to_and_nev
             AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id, reuse_id=False
         )
     assert refused.value.closed and isinstance(refused.value, WorkflowAlreadyStartedError)
-    assert f"a run with id {closed_id} has closed (completed), and reuse_id=False keeps its id" in str(refused.value)
+    assert f"a run with id {closed_id} has closed (done), and reuse_id=False keeps its id" in str(refused.value)
     again = await stalwart_client.start(AgentSpec.model_validate(chatter("the second")), "go", run_id=closed_id)
     assert (await again.result()).answer == "the second"
 
@@ -87,3 +88,21 @@ async def test_the_python_api_reuses_a_closed_runs_id_unless_told_not_to_and_nev
     with pytest.raises(RunExists) as refused:
         await stalwart_client.start(AgentSpec.model_validate(chatter("no")), "go", run_id=open_id, reuse_id=True)
     assert not refused.value.closed and f"run {open_id} is running already" in str(refused.value)
+
+
+async def test_run_exists_says_how_the_closed_run_ended_as_the_command_line_does_not_temporals_completed(
+    stalwart_client: StalwartClient, worker: None
+):
+    calculating = {**gated_calculator(), "require_approval": [], "budgets": {"max_steps": 1}}
+    stopped = await stalwart_client.start(AgentSpec.model_validate(calculating), "go")  # stopped after its tool call
+    assert (await stopped.result()).stop_reason == "max_steps"
+    with pytest.raises(RunExists) as refused:
+        await stalwart_client.start(
+            AgentSpec.model_validate(chatter("no")), "go", run_id=stopped.run_id, reuse_id=False
+        )
+    assert f"a run with id {stopped.run_id} has closed (max_steps), and" in str(refused.value)
+
+
+def test_the_run_id_field_says_a_closed_runs_id_names_the_new_run_unless_reuse_id_is_false():
+    described = StartRun.model_fields["run_id"].description or ""
+    assert "closed run's unless reuse_id is false" in described and "no run has" not in described
