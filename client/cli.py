@@ -454,6 +454,7 @@ def _add_runs(commands: Any) -> None:
         "--task-queue",
         dest="on_task_queue",
         default=None,
+        type=_queue_name,
         metavar="TASK_QUEUE",
         help="only the runs started on this task queue (default: the runs of every task queue)",
     )
@@ -677,6 +678,15 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
     return value
+
+
+def _queue_name(text: str) -> str:
+    """A task queue's name: an empty one names no queue (`runs` would list nothing and say no runs were found)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no task queue: give the queue's name, or leave --task-queue out for every queue's runs"
+        )
+    return text
 
 
 def _worker_options(parser: argparse.ArgumentParser) -> None:

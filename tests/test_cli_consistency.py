@@ -13,6 +13,7 @@ from test_cli_sessions import CHATTER, cli, session_id
 
 from stalwart.client.api import StalwartClient
 from stalwart.client.cli import EXIT_USAGE, main
+from stalwart.contracts import names
 from stalwart.workers.worker import build_worker
 
 # -- a run that has ended: one rule (docs/errors.md, exit statuses) ----------
@@ -90,10 +91,22 @@ async def test_chat_with_a_session_that_has_ended_is_refused_with_exit_1_saying_
     )
 
 
+@pytest.mark.slow
+async def test_send_no_wait_to_a_run_that_has_ended_with_an_input_it_cannot_read_says_so_as_send_does(dev_env):
+    run_id, task_queue = f"bare-{uuid.uuid4().hex[:8]}", f"tq-{uuid.uuid4().hex[:8]}"
+    bare = await dev_env.client.start_workflow(names.WORKFLOW_TYPE, "go", id=run_id, task_queue=task_queue)
+    await bare.terminate(reason="a run not started by stalwart")  # its input, a bare string, is no RunInput
+    waited = await cli("send", run_id, "hi", dev_env=dev_env, task_queue=task_queue)
+    posted = await cli("send", run_id, "hi", "--no-wait", dev_env=dev_env, task_queue=task_queue)
+    assert posted.returncode == 1, posted.stderr
+    assert posted.stderr == waited.stderr
+    assert posted.stderr.startswith(f"error: session {run_id} has ended (terminated), so it takes no more messages")
+
+
 # -- options that only a new session reads -----------------------------------
 
 UNREACHABLE = ("--address", "127.0.0.1:1")
-"""No server: a command refused as a usage error says so before it connects."""
+"""No server: a command refused as a usage error of its command line alone says so before it connects."""
 
 
 @pytest.mark.parametrize("options", [(), ("--no-wait",)], ids=["wait", "no-wait"])
@@ -108,13 +121,33 @@ def test_send_with_an_input_but_no_agent_is_a_usage_error_naming_agent(capsys, o
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("option", "value"), [("--input", "unit=celsius"), ("--id", "other")])
-def test_chat_with_a_session_id_and_an_option_of_new_sessions_is_a_usage_error(capsys, option, value):
-    status = main(["chat", "calc-chat", option, value, *UNREACHABLE])
-    err = capsys.readouterr().err
-    assert status == EXIT_USAGE, err
-    assert err.startswith(f"error: {option} set up the new session of an agent file, and 'calc-chat' is a session's")
-    assert "leave them out" in err and "AGENT_FILE" in err
+async def test_chat_with_a_session_id_and_an_option_of_new_sessions_is_a_usage_error(
+    dev_env, cancelled_session, option, value
+):
+    session, task_queue = cancelled_session
+    chat = await cli("chat", session, option, value, dev_env=dev_env, task_queue=task_queue, stdin="")
+    assert chat.returncode == EXIT_USAGE, chat.stderr
+    assert chat.stderr.startswith(
+        f"error: {option} set up the new session of an agent file, and {session!r} is a session's id: leave them out"
+    )
+    assert "AGENT_FILE" in chat.stderr
+
+
+@pytest.mark.slow
+async def test_chat_with_options_of_new_sessions_and_neither_a_session_nor_a_file_says_neither(dev_env):
+    chat = await cli("chat", "nosuch-session", "--id", "x", dev_env=dev_env, task_queue="stalwart", stdin="")
+    assert chat.returncode == EXIT_USAGE, chat.stderr
+    assert "is neither an agent file (there is no file " in chat.stderr
+    assert "/nosuch-session) nor a session's id: give the agent file's path" in chat.stderr
+
+
+def test_runs_with_an_empty_task_queue_is_a_usage_error_naming_the_fix(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "--task-queue", "", *UNREACHABLE])
+    assert exited.value.code == EXIT_USAGE
+    assert "'' names no task queue: give the queue's name, or leave --task-queue out" in capsys.readouterr().err
 
 
 # -- stalwart runs --task-queue ------------------------------------------------

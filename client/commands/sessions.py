@@ -117,7 +117,9 @@ async def _post(
     # A signal has no answer, so a refused one would be dropped unseen: refuse here what can be seen here.
     agent = spec
     if agent is None:  # the session's own limit, from its input
-        with contextlib.suppress(RPCError):  # no such session: said below, when the signal finds none
+        # No such session, or an input this code cannot read (a run not started by stalwart): said below, when the
+        # signal finds no open run, as `send` without --no-wait says it.
+        with contextlib.suppress(RPCError, ValueError):
             agent = (await stalwart.session(args.session_id).run_input()).agent
     if (problem := message_problem(args.message, agent)) is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -146,12 +148,9 @@ async def chat(args: argparse.Namespace) -> int:
     from stalwart.client.api import SessionClosed
 
     given = [option for option, value in (("--id", args.id), ("--input", args.input)) if value]
-    if given and not _names_an_agent_file(args.target):
-        raise UsageError(
-            f"{' and '.join(given)} set up the new session of an agent file, and {args.target!r} is a session's id: "
-            "leave them out to talk to it (an open session keeps its id and inputs), or give an AGENT_FILE"
-        )
     stalwart = await connecting.client(args)
+    if given and not _names_an_agent_file(args.target):
+        raise UsageError(await _not_an_agent_file(stalwart, args.target, given))
     session = await _chat_session(stalwart, args)
     if session is None:
         return EXIT_RUN_FAILED
@@ -222,6 +221,27 @@ async def _chat_session(stalwart: StalwartClient, args: argparse.Namespace) -> S
         return None
     print(f"session {args.target} · agent {state.agent} · {state.turns} turns so far", file=sys.stderr)
     return session
+
+
+async def _not_an_agent_file(stalwart: StalwartClient, target: str, given: list[str]) -> str:
+    """Why `chat TARGET` with options of a new session is refused: TARGET is a run's id, or neither that nor a file
+    (asked of the server: an agent file's name given without its path or `.toml` must not read as a session's id)."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    options = f"{' and '.join(given)} set up the new session of an agent file"
+    try:
+        await stalwart.get(target).describe()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return (
+            f"{options}, and {target!r} is neither an agent file (there is no file {Path(target).absolute()}) nor "
+            "a session's id: give the agent file's path to start a session of it"
+        )
+    return (
+        f"{options}, and {target!r} is a session's id: leave them out to talk to it (an open session keeps its id "
+        "and inputs), or give an AGENT_FILE"
+    )
 
 
 def _names_an_agent_file(target: str) -> bool:
