@@ -39,7 +39,7 @@ from stalwart.contracts.agent import AgentSpec, OutputSpec, unknown_tool_names
 from stalwart.contracts.approvals import ApprovalDecision, PendingApproval
 from stalwart.contracts.errors import RunFailed, UsageError
 from stalwart.contracts.model import Contract
-from stalwart.contracts.run import AgentResult, RunEvent, RunState, StepRecord, StopReason
+from stalwart.contracts.run import AgentResult, RunEvent, StepRecord, StopReason
 from stalwart.contracts.run_input import RunInput, goal_problem, message_problem, missing_goal
 from stalwart.contracts.send_result import SendResult
 from stalwart.contracts.start_options import start_metadata
@@ -260,20 +260,22 @@ class RunHandle(RunReader):
         *,
         progress: bool = False,
         push: bool = True,
-        after: StreamOffset | None = None,
+        after: StreamOffset | str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """The final answer's text as the model generates it, until the run ends (see `client.stream`).
 
         With `progress`, a `Progress` (the progress block) comes before each action too. The text is
         pushed by the worker when it offers that (`push=False` reads it by polling only, every `poll_interval`).
-        Every event carries its `offset`; with `after` (one of them, or `StreamOffset.parse` of one kept as text),
-        the stream yields exactly what followed it: a consumer that stopped resumes where it was. `ForeignOffset`
-        when `after` is of an earlier run that had this id.
+        Every event carries its `offset`; with `after` (one of them, or its `str()` kept as text), the stream yields
+        exactly what followed it: a consumer that stopped resumes where it was. `ForeignOffset` when `after` is no
+        point of this run (another run's, or past its last step). Steps come in order, and a session's answers are
+        read across continue-as-new (the whole chain's step log, as `state()` reads it).
         """
         events = stream_answer(
             self._handle,
             poll_interval=poll_interval,
-            live_state=lambda: self._query("state", RunState),
+            live_state=self.state,
+            result=self.result,
             progress_max_steps=await self.max_steps() if progress else None,
             push=push,
             after=after,

@@ -27,6 +27,10 @@ a step names one point of the whole chain. The rest is serve's: the digest of
 the characters yielded, so text a retried attempt rewrote since is withdrawn
 rather than continued, and the run's tag, so an offset of an earlier run under
 the same id is refused (`ForeignOffset`) rather than read as a point of this one.
+Steps are yielded in order (`StepOrder`), so that an offset's "every step before
+mine is done with" holds, and the step log read is the whole continue-as-new
+chain's when `RunHandle.stream` gives it, so a session's answers are not lost as
+it continues as new.
 """
 
 from __future__ import annotations
@@ -84,6 +88,17 @@ class StreamOffset:
     digest: str | None = None
     run: str | None = None
 
+    def __post_init__(self) -> None:
+        """Refuses fields `str()` could not write for `parse` to read back."""
+        problems = [
+            *(f"{name} must be an int of at least 0" for name in ("step", "chars") if not _count(getattr(self, name))),
+            *(f"{name} must be 8 hex digits or None" for name in ("digest", "run") if not _hex8(getattr(self, name))),
+        ]
+        if self.digest is not None and self.chars == 0:
+            problems.append("a digest of no characters is none: give digest=None when chars is 0")
+        if problems:
+            raise ValueError(f"StreamOffset{(self.step, self.chars, self.digest, self.run)}: " + "; ".join(problems))
+
     def __str__(self) -> str:
         point = f"s{self.step}-{self.chars}" + (f"-{self.digest}" if self.chars and self.digest else "")
         return f"{self.run}.{point}" if self.run else point
@@ -96,6 +111,14 @@ class StreamOffset:
             " no digest when characters is 0), as str() of an event's offset writes them"
         )
         return read_offset(cls, _OFFSET, text, kind)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _hex8(value: object) -> bool:
+    return value is None or (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{8}", value) is not None)
 
 
 _O = TypeVar("_O")
@@ -114,8 +137,9 @@ def read_offset(
 
 
 class ForeignOffset(UsageError, ValueError):
-    """A stream was asked to resume after an offset of another run: one that had the same id and has closed since.
-    Drop what you hold of the run, and stream it from its start (no `after`)."""
+    """A stream was asked to resume after an offset that is no point of this run: it carries another run's tag (an
+    earlier run that had the same id, or another run altogether: a tag cannot tell which), or names a step past the
+    run's last. Drop what you hold of the run, and stream it from its start (no `after`)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +205,40 @@ class Progress:
 StreamEvent = AnswerDelta | AnswerRetracted | Progress
 
 
+class StepOrder:
+    """Which step's live text may be yielded now: the stream yields steps in order, as its offsets say (every step
+    before an offset's own is done with), so a consumer that resumes after one neither misses nor repeats text.
+
+    A step's live text can reach this process before the steps before it are read from the step log: a session's
+    next turn is pushed while the turns it answered before the stream started, or too quickly for the heartbeats
+    polled, are only in the log. So a step's text waits until the log was read with every step before it ended, and
+    until every step shown before it is settled (its answer, or its text withdrawn).
+    """
+
+    def __init__(self, after: StreamOffset | None) -> None:
+        self.read_through = after.step if after is not None else 1
+        """Every step before this one had ended when the step log was last read, or before the offset (the first
+        model step, 1, has only the goal before it)."""
+
+    def read(self, steps: list[StepRecord], live_before: set[int]) -> None:
+        """The log was read (`steps`), after live text of `live_before` was seen: the steps before those had ended."""
+        unended = [r.step for r in steps if r.ended_at is None]
+        ended_through = min(unended) if unended else max((r.step for r in steps), default=-1) + 1
+        self.read_through = max(self.read_through, ended_through, *live_before)
+
+    def finish(self) -> None:
+        """The run has closed: its whole log is read."""
+        self.read_through = _EVERY_STEP
+
+    def waits_for_log(self, step: int) -> bool:
+        return step > self.read_through
+
+
+_EVERY_STEP = 2**63
+_BEFORE_FIRST_TASK = 3
+"""The events of a run's history before its first workflow task is done: started, task scheduled, task started."""
+
+
 class ShownText:
     """What was yielded per step, and the events that bring a step to a new text.
 
@@ -201,6 +259,10 @@ class ShownText:
     def behind(self, step: int) -> bool:
         """Whether `step` was done with before the offset the stream started after."""
         return step < self.after.step
+
+    def pending(self) -> set[int]:
+        """The steps some text was yielded of, before the offset (held, known by digest) or since."""
+        return set(self.text) | ({self._held.step} if self._held is not None else set())
 
     def offset(self, step: int) -> StreamOffset:
         """Where the stream is once `step`'s text is what was yielded of it."""
@@ -238,47 +300,67 @@ async def stream_answer(
     *,
     poll_interval: float = 0.1,
     live_state: Callable[[], Awaitable[RunState]] | None = None,
+    result: Callable[[], Awaitable[AgentResult]] | None = None,
     progress_max_steps: int | None = None,
     push: bool = True,
     on_push: Callable[[PushSource], None] | None = None,
-    after: StreamOffset | None = None,
+    after: StreamOffset | str | None = None,
 ) -> AsyncIterator[StreamEvent]:
-    """Yield the answer's text as it is generated, until the run ends; with `after`, only what followed that offset.
+    """Yield the answer's text as it is generated, until the run ends; with `after` (a `StreamOffset` or its `str()`),
+    only what followed that offset.
 
     With `push` (and workers that offer it), text is yielded as the worker pushes it. The run is polled every
     `poll_interval` seconds for its step log, and for heartbeat text where nothing is pushed (the server learns
     it at the worker's heartbeat throttle, see `activities.streaming`). `on_push` is given the push source once
     it exists (tests count what came through it).
-    `live_state` asks the running workflow for its `state` (default: a query on `handle`).
+    `live_state` asks the running workflow for its `state`, and `result` waits for the run's result (default: a
+    query on `handle`, and its result, which hold the steps of its latest run only; `RunHandle.stream` gives the
+    whole continue-as-new chain's, so a session's answers are not lost as it continues as new).
     With `progress_max_steps` (the agent's `max_steps`), each action is announced by a `Progress`
     before it runs, as seed 000 streams its progress blocks.
     """
+    if isinstance(after, str):
+        after = StreamOffset.parse(after)
+    elif after is not None and not isinstance(after, StreamOffset):
+        raise TypeError(f"after= takes a StreamOffset (an event's offset) or its str(), not {after!r}")
     if live_state is None:
         live_state = lambda: handle.query("state", result_type=RunState)  # noqa: E731
+    if result is None:
+        result = handle.result
     # The client's own converter: heartbeats are written through the worker's codec (encrypted, when keys are set).
     client = getattr(handle, "_client", None)
     converter = client.data_converter if client is not None else DATA_CONVERTER
     source = PushSource(client, handle.id) if push and client is not None else None
     if source is not None and on_push is not None:
         on_push(source)
+    reads = _Reads(live_state, result)
     try:
-        async for event in _follow(handle, poll_interval, live_state, progress_max_steps, converter, source, after):
+        async for event in _follow(handle, poll_interval, reads, progress_max_steps, converter, source, after):
             yield event
     finally:
         if source is not None:
             await source.aclose()
 
 
+@dataclass(frozen=True)
+class _Reads:
+    """How the stream reads the run's step log: live, and once it has closed."""
+
+    live_state: Callable[[], Awaitable[RunState]]
+    result: Callable[[], Awaitable[AgentResult]]
+
+
 async def _follow(
     handle: WorkflowHandle[Any, Any],
     poll_interval: float,
-    live_state: Callable[[], Awaitable[RunState]],
+    reads: _Reads,
     progress_max_steps: int | None,
     converter: Any,
     source: PushSource | None,
     after: StreamOffset | None,
 ) -> AsyncIterator[StreamEvent]:
     shown = ShownText(after)
+    order = StepOrder(after)
     settled: set[int] = set()
     announced: set[tuple[int, str | None, str]] = set()
 
@@ -291,14 +373,33 @@ async def _follow(
         return [dataclasses.replace(p, offset=shown.offset(p.step)) for p in fresh]
 
     beats: dict[int, tuple[int, StreamProgress]] = {}
+    unchecked = after  # an offset is checked against the first log read: it must name a step the run has reached
+
+    def unread() -> bool:
+        """Whether live text waits for the steps before it to be read from the log."""
+        return any(step not in settled and order.waits_for_log(step) for step in _newest(beats, source))
+
+    def ready(step: int) -> bool:
+        return not order.waits_for_log(step) and all(s in settled for s in shown.pending() if s < step)
 
     def pushed() -> list[StreamEvent]:
-        """What pushed text brings that was not yielded yet."""
+        """What live text brings that was not yielded yet, in step order."""
         events: list[StreamEvent] = []
         for step, progress in sorted(_newest(beats, source).items()):
-            if step not in settled:  # a retraction is final at once; live text may be a retry catching up
-                events += shown.to(step, "" if progress.retracted else progress.text, settled=progress.retracted)
+            if step in settled:
+                continue
+            if not ready(step):
+                break
+            # A retraction is final at once; live text may be a retry catching up.
+            events += shown.to(step, "" if progress.retracted else progress.text, settled=progress.retracted)
         return events
+
+    def settle(steps: list[StepRecord]) -> list[StreamEvent]:
+        nonlocal unchecked
+        if unchecked is not None:
+            _reached(unchecked, steps, handle.id)
+            unchecked = None
+        return _settle(shown, settled, steps, _newest(beats, source))
 
     async def meanwhile(call: Awaitable[Any], box: list[Any]) -> AsyncIterator[StreamEvent]:
         """Await `call` into `box`, yielding pushed text as it comes meanwhile: a poll never holds it up."""
@@ -315,7 +416,19 @@ async def _follow(
         finally:
             task.cancel()
 
+    async def read_log() -> AsyncIterator[StreamEvent]:
+        """Read the step log: settle the steps that ended, then yield the live text that waited for them."""
+        box: list[Any] = []
+        live_before = set(_newest(beats, source))
+        async for event in meanwhile(reads.live_state(), box):
+            yield event
+        steps = box.pop().steps
+        order.read(steps, live_before)
+        for event in [*announce(steps), *settle(steps), *pushed()]:
+            yield event
+
     discovered = False
+    history_length: tuple[str | None, int] | None = None
     while True:
         box: list[Any] = []
         async for event in meanwhile(handle.describe(), box):
@@ -323,40 +436,50 @@ async def _follow(
         description = box.pop()
         if shown.run is None:
             shown.run = _tag(description, after)
+        if description.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            # A handle of the run that started the chain (as `start` gives it) reads that run only: the chain goes on.
+            handle = handle._client.get_workflow_handle(handle.id, result_type=handle._result_type)
+            continue
         if source is not None:
             if not discovered:  # subscribed before the model writes, wherever its call will run
                 discovered = True
                 await source.discover(description.raw_description.execution_config.task_queue.name)
             await source.follow_description(description)
-        if progress_max_steps is not None and description.status == WorkflowExecutionStatus.RUNNING:
-            # Read after `describe`: the actions of steps before any text seen there are in this state already.
-            async for event in meanwhile(live_state(), box):
-                yield event
-            for event in announce(box.pop().steps):
-                yield event
         beats = {}
         for pending in description.raw_description.pending_activities:
             if pending.activity_type.name != MODEL_ACTIVITY or not pending.heartbeat_details.payloads:
                 continue
             [progress] = await converter.decode(pending.heartbeat_details.payloads, [StreamProgress])
             beats[progress.step] = (pending.attempt, progress)
-        live = _newest(beats, source)
-        for event in pushed():
-            yield event
         if description.status != WorkflowExecutionStatus.RUNNING:
             try:
-                result: AgentResult = await handle.result()
+                ended: AgentResult = await reads.result()
+            except RunEndedInError:
+                raise
             except WorkflowFailureError as failure:
                 raise RunEndedInError(failure) from failure.cause
-            for event in announce(result.steps):
-                yield event
-            for event in _settle(shown, settled, result.steps, live):
+            order.finish()
+            for event in [*announce(ended.steps), *settle(ended.steps), *pushed()]:
                 yield event
             return
-        if any(step not in live and step not in settled for step in shown.text):
-            async for event in meanwhile(live_state(), box):
+        live = _newest(beats, source)
+        unsettled = any(step not in live and step not in settled for step in shown.pending())
+        # The run's history grew since the log was last read and it waits on nothing: a turn may have ended whose
+        # text was never live here (a session's, idle since). Not read while it works, nor before its first workflow
+        # task is done: a query then costs a run of Temporal's time-skipping test server a workflow task of its own,
+        # and reads nothing the stream would not read anyway.
+        raw = description.raw_description
+        events = raw.workflow_execution_info.history_length
+        idle = events > _BEFORE_FIRST_TASK and not raw.pending_activities and not raw.HasField("pending_workflow_task")
+        length = (description.run_id, events)  # of the chain's latest run: each run's history starts anew
+        grown = idle and length != history_length
+        # Read after `describe`: the actions of steps before any text seen there are in this state already.
+        if grown or unsettled or unread() or unchecked is not None or progress_max_steps is not None:
+            history_length = length
+            async for event in read_log():
                 yield event
-            for event in _settle(shown, settled, box.pop().steps, live):
+        else:
+            for event in pushed():
                 yield event
         if source is None:
             await asyncio.sleep(poll_interval)
@@ -372,6 +495,9 @@ async def _follow(
                 break
             for event in pushed():
                 yield event
+            if unread():  # a new step's text: the steps before it are read first (a query, not a poll)
+                async for event in read_log():
+                    yield event
         else:
             await asyncio.sleep(max(0.0, until - loop.time()))
 
@@ -382,10 +508,21 @@ def _tag(description: Any, after: StreamOffset | None) -> str | None:
     tag = run_tag(first_run_id) if first_run_id else None
     if after is not None and after.run is not None and tag is not None and after.run != tag:
         raise ForeignOffset(
-            f"{after} is an offset of an earlier run of the id {description.id!r}, which has closed since: drop what "
-            "you hold of this run and stream it from its start (no `after`)"
+            f"{after} is not an offset of run {description.id!r}: it carries the tag {after.run}, and this run's is"
+            f" {tag} (an earlier run that had this id, or another run); drop what you hold of this run and stream it"
+            " from its start (no `after`)"
         )
     return tag
+
+
+def _reached(after: StreamOffset, steps: list[StepRecord], run_id: str) -> None:
+    """Refuses an offset of a step the run has not reached: no stream of it yielded that offset."""
+    last = max((r.step for r in steps), default=0)
+    if after.step > last:
+        raise ForeignOffset(
+            f"{after} is not an offset of run {run_id!r}: it names step {after.step}, and the run's last step is"
+            f" {last}; drop what you hold of this run and stream it from its start (no `after`)"
+        )
 
 
 def _newest(beats: dict[int, tuple[int, StreamProgress]], source: PushSource | None) -> dict[int, StreamProgress]:
@@ -402,6 +539,8 @@ def _settle(
 
     A step still in `live` may have an attempt in flight, and is left to it, unless its record holds the answer: no
     attempt comes after that, and pushed text that had not all arrived when the run was read must not cut it short.
+    A step shown that is older than the log read (a run of the chain whose steps this read does not hold) is left as
+    it was shown: nothing here says otherwise.
     """
     events: list[StreamEvent] = []
     for record in steps:
@@ -409,7 +548,9 @@ def _settle(
             continue
         if record.step in live and not record.final:
             continue
-        if record.final or record.step in shown.text:
+        if record.final or record.step in shown.pending():
             events += shown.to(record.step, record.content if record.final and not record.error else "", settled=True)
         settled.add(record.step)
+    if steps:
+        settled.update(step for step in shown.pending() if step < steps[0].step)
     return events
