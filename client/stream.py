@@ -100,8 +100,7 @@ class StreamOffset:
             raise ValueError(f"StreamOffset{(self.step, self.chars, self.digest, self.run)}: " + "; ".join(problems))
 
     def __str__(self) -> str:
-        point = f"s{self.step}-{self.chars}" + (f"-{self.digest}" if self.chars and self.digest else "")
-        return f"{self.run}.{point}" if self.run else point
+        return write_offset(self.run, f"s{self.step}", self.chars, self.digest)
 
     @classmethod
     def parse(cls, text: str) -> StreamOffset:
@@ -122,6 +121,13 @@ def _hex8(value: object) -> bool:
 
 
 _O = TypeVar("_O")
+
+
+def write_offset(run: str | None, position: str, chars: int, digest: str | None) -> str:
+    """An offset as `read_offset` reads it back: `run.` when it names its run, the position, the characters, and
+    their digest when there are some. This stream's offsets and serve's are written alike."""
+    point = f"{position}-{chars}" + (f"-{digest}" if chars and digest else "")
+    return f"{run}.{point}" if run else point
 
 
 def read_offset(

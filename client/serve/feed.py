@@ -55,7 +55,7 @@ from stalwart.client.push import PushSource
 from stalwart.client.reader import RunWithoutResult
 from stalwart.client.stream import crc_hex as _hex
 from stalwart.client.stream import digest as digest  # the digest and the run tag the Python stream's offsets carry too
-from stalwart.client.stream import read_offset
+from stalwart.client.stream import read_offset, write_offset
 from stalwart.client.stream import run_tag as run_tag
 from stalwart.client.stream import utf8 as _utf8
 from stalwart.contracts.errors import RunFailed
@@ -91,12 +91,7 @@ class Offset:
         return (self.records, self.chars) < (other.records, other.chars)
 
     def __str__(self) -> str:
-        point = (
-            f"{self.records}-{self.chars}-{self.digest}"
-            if self.chars and self.digest
-            else f"{self.records}-{self.chars}"
-        )
-        return f"{self.run}.{point}" if self.run else point
+        return write_offset(self.run, str(self.records), self.chars, self.digest)
 
     @classmethod
     def parse(cls, text: str) -> Offset:
